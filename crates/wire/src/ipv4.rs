@@ -523,9 +523,9 @@ mod tests {
         0x01, 0xc0, 0xa8, 0x00, 0xc7,
     ];
 
-    /// An ICMP echo request with a Router Alert option (RFC 2113) and 4
-    /// payload bytes: 10.0.0.1 -> 224.0.0.22, TTL 1, DSCP 46 ECN 1, ident
-    /// 0x1234, MF set, fragment offset 1480.
+    /// A fragment with a Router Alert option (RFC 2113) and 4 payload
+    /// bytes: protocol 1, 10.0.0.1 -> 224.0.0.22, TTL 1, DSCP 46 ECN 1,
+    /// ident 0x1234, MF set, fragment offset 1480.
     const WITH_OPTIONS: [u8; 28] = [
         0x46, 0xb9, 0x00, 0x1c, 0x12, 0x34, 0x20, 0xb9, 0x01, 0x01, 0x07, 0x20, 0x0a, 0x00, 0x00,
         0x01, 0xe0, 0x00, 0x00, 0x16, 0x94, 0x04, 0x00, 0x00, 0xde, 0xad, 0xbe, 0xef,

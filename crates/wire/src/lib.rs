@@ -12,7 +12,8 @@
 //!   a slice that lives as long as the buffer) and `payload_mut()` give the
 //!   bytes after the header. `into_inner()` returns the buffer.
 //! * A private `mod field` in each module holds the byte ranges of the header.
-//! * **`Repr`** is the decoded, owned-by-value description of a header.
+//! * **`Repr`** is the decoded description of a header (`Copy`; it borrows
+//!   the option bytes of IPv4, TCP and IPv6 extension headers).
 //!   `Repr::parse(&packet)` validates semantics (version numbers, lengths,
 //!   supported layouts) and returns [`Error`] on anything it cannot accept;
 //!   `repr.buffer_len()` is the number of header bytes `repr.emit(&mut packet)`

@@ -90,7 +90,7 @@ impl SourceMap {
 
     /// Records a line directive: physical line `phys_line` and later ones
     /// are reported as `file`:`line` onwards. An empty `file` means the
-    /// source's own name.
+    /// source's own name; no `file` keeps the name in effect.
     pub fn add_directive(&mut self, src: usize, phys_line: usize, file: Option<&str>, line: u32) {
         let s = &mut self.sources[src];
         if let Some(last) = s.directives.last() {
@@ -100,8 +100,13 @@ impl SourceMap {
             }
         }
         let file = match file {
-            Some(f) if !f.is_empty() => Arc::from(f),
-            _ => s.name.clone(),
+            Some("") => s.name.clone(),
+            Some(f) => Arc::from(f),
+            // No file name: keep the one in effect.
+            None => s
+                .directives
+                .last()
+                .map_or_else(|| s.name.clone(), |d| d.file.clone()),
         };
         s.directives.push(Directive {
             phys_line,

@@ -1,1 +1,58 @@
-//! linerate-elements
+//! linerate's element library, one element per file in a folder per
+//! category, as in Click's `elements/` tree.
+//!
+//! Each file opens with the element's reference documentation (synopsis,
+//! ports, arguments, handlers, example); the build script extracts it, the
+//! `linerate elements CLASS` command prints it and `docs/elements.md` is
+//! generated from it.
+
+/// The reference documentation of the element in `src/<path>.rs`.
+macro_rules! element_doc {
+    ($path:literal) => {
+        include_str!(concat!(env!("OUT_DIR"), "/doc/", $path, ".md"))
+    };
+}
+
+pub mod standard;
+pub mod threads;
+
+use linerate_runtime::{ElementClass, Registry};
+
+/// Parse a handler value with Click's argument syntax for `T`.
+pub(crate) fn parse_value<T: linerate_args::ArgValue>(s: &str) -> Result<T, String> {
+    T::parse_arg(s.trim()).map_err(|e| format!("{e} (expected {})", T::TYPE))
+}
+
+/// Every element class in this crate.
+pub fn classes() -> Vec<ElementClass> {
+    let mut v = Vec::new();
+    v.extend_from_slice(standard::CLASSES);
+    v.extend_from_slice(threads::CLASSES);
+    v
+}
+
+/// A registry holding every element class in this crate.
+pub fn registry() -> Registry {
+    let mut r = Registry::new();
+    r.extend(&classes());
+    r
+}
+
+/// The element reference in Markdown (the contents of `docs/elements.md`).
+pub fn reference_markdown(registry: &Registry) -> String {
+    let mut s = String::from(
+        "# Element reference\n\nGenerated from each element's source documentation by \
+         `linerate elements --markdown`; do not edit by hand.\n\n",
+    );
+    for c in registry.classes() {
+        s.push_str(&format!(
+            "## {}\n\nPorts: `{}`, processing `{}`.\n\n{}\n",
+            c.name,
+            c.port_count,
+            c.processing,
+            c.doc.trim_end()
+        ));
+        s.push('\n');
+    }
+    s
+}

@@ -1,0 +1,270 @@
+//! Runtime behaviour exercised through real elements: push and pull paths,
+//! the Queue boundary, batches, threads and rings, replicated mode,
+//! simulated time, handlers, and the router's configuration checks.
+
+use linerate_lang::{parse_str, Config, ParseOptions};
+use linerate_runtime::{Registry, Router, RouterOptions};
+
+fn config(reg: &Registry, text: &str) -> Config {
+    let opts = ParseOptions {
+        vars: vec![],
+        catalog: reg,
+        clickpath: vec![],
+    };
+    parse_str(text, "test.click", &opts).unwrap_or_else(|e| panic!("parse error: {e}"))
+}
+
+fn build(text: &str, opts: RouterOptions) -> Result<Router, String> {
+    let reg = linerate_elements::registry();
+    let c = config(&reg, text);
+    Router::build(&c, &reg, opts).map_err(|d| d.to_string())
+}
+
+fn run(text: &str, opts: RouterOptions) -> Router {
+    let mut r = build(text, opts).unwrap_or_else(|e| panic!("{e}"));
+    r.run();
+    r
+}
+
+fn read(r: &Router, h: &str) -> String {
+    let v = r
+        .handle()
+        .call(h, None)
+        .unwrap_or_else(|e| panic!("{h}: {e}"));
+    assert!(
+        v.ends_with('\n'),
+        "{h}: read values end in a newline: {v:?}"
+    );
+    v.trim_end().to_string()
+}
+
+#[test]
+fn push_path_counts_every_packet() {
+    let r = run(
+        "InfiniteSource(LIMIT 1000, STOP true) -> c :: Counter -> d :: Discard;",
+        RouterOptions::default(),
+    );
+    assert_eq!(read(&r, "c.count"), "1000");
+    assert_eq!(read(&r, "c.byte_count"), (1000 * 69).to_string());
+    assert_eq!(read(&r, "d.count"), "1000");
+}
+
+#[test]
+fn length_and_burst_shape_packets() {
+    let r = run(
+        "InfiniteSource(LENGTH 64, LIMIT 100, BURST 7, STOP true) -> c :: Counter -> Discard;",
+        RouterOptions::default(),
+    );
+    assert_eq!(read(&r, "c.count"), "100");
+    assert_eq!(read(&r, "c.byte_count"), "6400");
+}
+
+#[test]
+fn queue_is_the_push_to_pull_boundary() {
+    let r = run(
+        "s :: InfiniteSource(LIMIT 500, BURST 50, STOP true) -> q :: Queue(10000) -> c :: Counter -> u :: Unqueue(BURST 16) -> d :: Discard;",
+        RouterOptions::default(),
+    );
+    // The source stops the router as soon as it has sent its last packet, so
+    // some packets may remain queued (as in Click).
+    let queued: u64 = read(&r, "q.length").parse().unwrap();
+    let moved: u64 = read(&r, "d.count").parse().unwrap();
+    assert_eq!(queued + moved, 500);
+    assert_eq!(read(&r, "c.count"), moved.to_string());
+    assert_eq!(read(&r, "q.drops"), "0");
+}
+
+#[test]
+fn full_queue_drops_to_output_1() {
+    let r = run(
+        "InfiniteSource(LIMIT 100, BURST 100, STOP true) -> q :: Queue(10); q -> Idle; q[1] -> c :: Counter -> Discard;",
+        RouterOptions::default(),
+    );
+    assert_eq!(read(&r, "q.length"), "10");
+    assert_eq!(read(&r, "q.drops"), "90");
+    assert_eq!(read(&r, "c.count"), "90");
+}
+
+#[test]
+fn pull_sink_drives_agnostic_chain() {
+    // Discard's input is pull here, so Discard runs a task and the agnostic
+    // Counter is resolved to pull.
+    let r = run(
+        "InfiniteSource(LIMIT 300, STOP true) -> Queue -> c :: Counter -> d :: Discard(BURST 5);",
+        RouterOptions::default(),
+    );
+    let d: u64 = read(&r, "d.count").parse().unwrap();
+    assert_eq!(read(&r, "c.count"), d.to_string());
+    let ports = read(&r, "c.ports");
+    assert!(ports.starts_with("1 input\npull\t"), "{ports}");
+}
+
+#[test]
+fn tee_clones_to_every_output() {
+    let r = run(
+        "InfiniteSource(LIMIT 64, STOP true) -> t :: Tee(3); t[0] -> a :: Counter -> Discard; t[1] -> b :: Counter -> Discard; t[2] -> c :: Counter -> Discard;",
+        RouterOptions::default(),
+    );
+    for h in ["a.count", "b.count", "c.count"] {
+        assert_eq!(read(&r, h), "64");
+    }
+}
+
+#[test]
+fn tee_argument_must_match_outputs() {
+    let e = build(
+        "InfiniteSource -> t :: Tee(3); t[0] -> Discard; t[1] -> Discard;",
+        RouterOptions::default(),
+    )
+    .err()
+    .unwrap();
+    assert!(e.contains("N is 3, but 2 outputs are connected"), "{e}");
+}
+
+#[test]
+fn port_and_processing_errors_are_all_reported() {
+    let e = build(
+        "x :: Counter;\nx2 :: Counter;\nInfiniteSource -> [1]y :: Counter -> Discard;\nq2 :: Queue; Idle -> q2 -> q3 :: Queue -> Discard;\nq4 :: Queue; Idle -> q4 -> Counter -> q5 :: Queue -> Discard; x2 -> x2;",
+        RouterOptions::default(),
+    )
+    .err()
+    .unwrap();
+    assert!(e.contains("'x' input 0 unused"), "{e}");
+    assert!(e.contains("'x' output 0 unused"), "{e}");
+    assert!(e.contains("test.click:3:16: error: 'y' :: Counter has 2 inputs, but Counter takes exactly 1 input"), "{e}");
+    assert!(e.contains("'y' input 0 unused"), "{e}");
+    assert!(
+        e.contains("'q2' pull output 0 connected to 'q3' push input 0"),
+        "{e}"
+    );
+    assert!(
+        e.contains("agnostic element 'Counter@") && e.contains("is used as both push and pull"),
+        "{e}"
+    );
+    assert_eq!(e.matches("used as both push and pull").count(), 1, "{e}");
+    assert!(
+        e.contains("test.click:1:1: error: 'x' input 0 unused"),
+        "{e}"
+    );
+    assert!(!e.contains("'x2' input 0 unused"), "{e}");
+}
+
+#[test]
+fn push_output_fanout_is_an_error() {
+    let e = build(
+        "s :: InfiniteSource; s -> Discard; s -> Discard;",
+        RouterOptions::default(),
+    )
+    .err()
+    .unwrap();
+    assert!(e.contains("'s' push output 0 connected to 2 inputs"), "{e}");
+}
+
+#[test]
+fn bad_arguments_name_the_element() {
+    let e = build(
+        "InfiniteSource(LIMT 5) -> Queue(CAPACITY x) -> Discard;",
+        RouterOptions::default(),
+    )
+    .err()
+    .unwrap();
+    assert!(
+        e.contains("unknown keyword 'LIMT' (did you mean 'LIMIT'?)"),
+        "{e}"
+    );
+    assert!(e.contains("CAPACITY: expected"), "{e}");
+}
+
+#[test]
+fn generic_handlers() {
+    let r = build(
+        "s :: InfiniteSource(LIMIT 1) -> c :: Counter -> Discard;",
+        RouterOptions::default(),
+    )
+    .unwrap();
+    let h = r.handle();
+    assert_eq!(h.call("c.class", None).unwrap(), "Counter\n");
+    assert_eq!(h.call("s.config", None).unwrap(), "LIMIT 1\n");
+    assert_eq!(h.call("c.name", None).unwrap(), "c\n");
+    let hs = h.call("c.handlers", None).unwrap();
+    assert!(
+        hs.contains("count\tr\n") && hs.contains("reset\tw\n"),
+        "{hs}"
+    );
+    assert_eq!(h.call("c.nope", None).unwrap_err(), "no handler 'c.nope'");
+    assert_eq!(
+        h.call("zz.count", None).unwrap_err(),
+        "no element named 'zz'"
+    );
+    assert_eq!(
+        h.call("c.count", Some("1")).unwrap_err(),
+        "handler 'c.count' is not writeable"
+    );
+    h.call("c.reset", Some("")).unwrap();
+}
+
+#[test]
+fn handlers_work_while_traffic_flows() {
+    let mut r = build(
+        "InfiniteSource(BURST 64) -> c :: Counter -> Discard;",
+        RouterOptions::default(),
+    )
+    .unwrap();
+    let h = r.handle();
+    let t = std::thread::spawn(move || {
+        let mut last = 0u64;
+        for _ in 0..5 {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            let v: u64 = h.call("c.count", None).unwrap().trim().parse().unwrap();
+            assert!(v >= last);
+            last = v;
+        }
+        h.call("c.reset", Some("")).unwrap();
+        h.stop();
+        last
+    });
+    r.run();
+    assert!(t.join().unwrap() > 0);
+}
+
+#[test]
+fn two_threads_through_a_ring_lose_nothing() {
+    let r = run(
+        "s :: InfiniteSource(LIMIT 200000, STOP true) -> q :: Queue(100000) -> u :: Unqueue -> c :: Counter -> Discard;\nStaticThreadSched(s 0, u 1);",
+        RouterOptions { threads: 2, ..Default::default() },
+    );
+    let c: u64 = read(&r, "c.count").parse().unwrap();
+    let q: u64 = read(&r, "q.length").parse().unwrap();
+    let drops: u64 = read(&r, "q.drops").parse().unwrap();
+    assert_eq!(c + q + drops, 200000);
+    let el = r.elements();
+    let thread = |n: &str| el.iter().find(|e| e.name == n).unwrap().thread;
+    assert_eq!(thread("s"), 0);
+    assert_eq!(thread("q"), 1);
+    assert_eq!(thread("c"), 1);
+}
+
+#[test]
+fn replicated_mode_runs_one_graph_per_thread() {
+    let r = run(
+        "InfiniteSource(LIMIT 100001, STOP true) -> c :: Counter -> Discard;",
+        RouterOptions {
+            threads: 2,
+            replicate: true,
+            ..Default::default()
+        },
+    );
+    // Each replica sends its share; handler reads sum over replicas.
+    assert_eq!(read(&r, "c.count"), "100001");
+}
+
+#[test]
+fn pull_paths_cannot_cross_threads() {
+    let e = build(
+        "u1 :: Unqueue; u2 :: Unqueue; q2 :: Queue; Idle -> q2; q2 -> u1 -> Discard; q2 -> u2 -> Discard;\nStaticThreadSched(u1 0, u2 1);",
+        RouterOptions { threads: 2, ..Default::default() },
+    )
+    .err()
+    .unwrap();
+    assert!(e.contains("'q2' is pulled from threads 0 and 1"), "{e}");
+}

@@ -1,0 +1,781 @@
+//! Packets: pre-allocated buffers from per-thread pools, Click-style
+//! annotations, cheap clones with copy-on-write, and zero-copy views of
+//! external read-only memory (memory-mapped trace files).
+//!
+//! # Memory layout
+//! A pool block is 2,304 bytes: 128 bytes of metadata ([`Meta`]: 64 bytes of
+//! runtime fields, then the 64-byte [`Anno`] block), followed by a 2,176-byte
+//! buffer area holding [`HEADROOM`] (128) bytes of headroom and
+//! [`DATA_ROOM`] (2,048) bytes for data and tailroom. Packets larger than
+//! that (jumbo frames, snap lengths up to 64 KiB, reassembled datagrams) use a
+//! heap block of the needed size; that is the only per-packet heap
+//! allocation, and it happens only for such packets.
+//!
+//! # Pools
+//! Blocks come from a global pool of 4,096-block slabs, fronted by a
+//! per-thread cache (DPDK's mempool design): allocation and release touch only
+//! the thread-local cache, which exchanges 256 blocks at a time with the
+//! global pool. A packet released on another thread than the one that
+//! allocated it simply goes into that thread's cache.
+//!
+//! # Sharing
+//! [`Packet::clone`] (Click's `clone()`, used by Tee) makes a new handle whose
+//! data points into the original's buffer and holds a reference on it; the
+//! first write through [`Packet::data_mut`] (or a `push`/`put` that needs room)
+//! copies the data into a buffer of its own (Click's `uniqueify()`).
+//! [`Packet::from_external`] wraps read-only memory owned by something that
+//! outlives every packet (the router keeps such mappings alive until all its
+//! elements, and with them all packets, are gone); it is copied on first write.
+
+use crate::anno::{Anno, NO_HEADER};
+use std::cell::UnsafeCell;
+use std::ptr::{self, NonNull};
+use std::sync::atomic::{fence, AtomicU32, AtomicUsize, Ordering};
+use std::sync::Mutex;
+
+/// Bytes of headroom in front of freshly allocated packet data.
+pub const HEADROOM: usize = 128;
+/// Bytes for data and tailroom in a pool block.
+pub const DATA_ROOM: usize = 2048;
+const META_SIZE: usize = 128;
+const AREA: usize = HEADROOM + DATA_ROOM;
+const BLOCK: usize = META_SIZE + AREA;
+const SLAB_BLOCKS: usize = 4096;
+const CACHE_MAX: usize = 1024;
+const EXCHANGE: usize = 256;
+
+const KIND_POOL: u8 = 0;
+const KIND_HEAP: u8 = 1;
+
+/// Per-packet runtime metadata (first cache line) and annotations (second).
+#[repr(C, align(64))]
+pub(crate) struct Meta {
+    data: *mut u8,
+    head: *mut u8,
+    len: u32,
+    cap: u32,
+    /// Block whose buffer holds our data (a clone's source), or null.
+    owner: *mut Meta,
+    /// References to this block's buffer: the block's own handle plus clones.
+    refcnt: AtomicU32,
+    kind: u8,
+    external: u8,
+    anno: Anno,
+}
+
+const _: () = assert!(std::mem::size_of::<Meta>() == META_SIZE);
+const _: () = assert!(std::mem::offset_of!(Meta, anno) == 64);
+
+struct SendPtr(*mut Meta);
+// SAFETY: free blocks are plain memory owned by the pool; moving their
+// addresses between threads is sound.
+unsafe impl Send for SendPtr {}
+
+static GLOBAL_FREE: Mutex<Vec<SendPtr>> = Mutex::new(Vec::new());
+static SLABS: AtomicUsize = AtomicUsize::new(0);
+static HEAP_LIVE: AtomicUsize = AtomicUsize::new(0);
+
+struct LocalCache {
+    free: Vec<*mut Meta>,
+}
+
+impl Drop for LocalCache {
+    fn drop(&mut self) {
+        if let Ok(mut g) = GLOBAL_FREE.lock() {
+            g.extend(self.free.drain(..).map(SendPtr));
+        }
+    }
+}
+
+thread_local! {
+    static CACHE: UnsafeCell<LocalCache> = const { UnsafeCell::new(LocalCache { free: Vec::new() }) };
+}
+
+fn block_layout(area: usize) -> std::alloc::Layout {
+    // META_SIZE + area never overflows for area <= u32::MAX.
+    std::alloc::Layout::from_size_align(META_SIZE + area, 64).expect("valid block layout")
+}
+
+fn new_slab(out: &mut Vec<SendPtr>) {
+    let layout =
+        std::alloc::Layout::from_size_align(BLOCK * SLAB_BLOCKS, 4096).expect("slab layout");
+    // SAFETY: non-zero size layout. Zeroed, so headroom exposed by `push`
+    // is always initialised memory.
+    let base = unsafe { std::alloc::alloc_zeroed(layout) };
+    if base.is_null() {
+        std::alloc::handle_alloc_error(layout);
+    }
+    SLABS.fetch_add(1, Ordering::Relaxed);
+    for i in 0..SLAB_BLOCKS {
+        // SAFETY: within the slab just allocated.
+        out.push(SendPtr(unsafe { base.add(i * BLOCK) } as *mut Meta));
+    }
+}
+
+#[cold]
+fn refill(cache: &mut LocalCache) {
+    let mut g = GLOBAL_FREE.lock().unwrap_or_else(|e| e.into_inner());
+    if g.len() < EXCHANGE {
+        new_slab(&mut g);
+    }
+    let n = g.len() - EXCHANGE;
+    cache.free.extend(g.drain(n..).map(|p| p.0));
+}
+
+#[cold]
+fn spill(cache: &mut LocalCache) {
+    let mut g = GLOBAL_FREE.lock().unwrap_or_else(|e| e.into_inner());
+    let n = cache.free.len() - EXCHANGE;
+    g.extend(cache.free.drain(n..).map(SendPtr));
+}
+
+#[inline]
+fn with_cache<R>(f: impl FnOnce(&mut LocalCache) -> R) -> R {
+    CACHE.with(|c| {
+        // SAFETY: the cache is thread-local and never borrowed re-entrantly:
+        // the closures below do not call back into the pool.
+        f(unsafe { &mut *c.get() })
+    })
+}
+
+#[inline]
+fn pool_get(cache: &mut LocalCache) -> *mut Meta {
+    if cache.free.is_empty() {
+        refill(cache);
+    }
+    // refill guarantees EXCHANGE blocks.
+    cache.free.pop().unwrap_or(ptr::null_mut())
+}
+
+/// Return a block to the pool or heap. `m` must have no remaining references.
+#[inline]
+unsafe fn return_block(cache: &mut LocalCache, m: *mut Meta) {
+    if (*m).kind == KIND_POOL {
+        if cache.free.len() >= CACHE_MAX {
+            spill(cache);
+        }
+        cache.free.push(m);
+    } else {
+        let area = (*m).cap as usize;
+        HEAP_LIVE.fetch_sub(1, Ordering::Relaxed);
+        std::alloc::dealloc(m as *mut u8, block_layout(area));
+    }
+}
+
+/// Drop one reference to `m`'s buffer, returning the block when it was the last.
+#[inline]
+unsafe fn unref_block(cache: &mut LocalCache, m: *mut Meta) {
+    let rc = &(*m).refcnt;
+    if rc.load(Ordering::Relaxed) == 1 || rc.fetch_sub(1, Ordering::Release) == 1 {
+        fence(Ordering::Acquire);
+        return_block(cache, m);
+    }
+}
+
+/// Release a packet handle's block and its reference on a clone source.
+#[inline]
+unsafe fn release(cache: &mut LocalCache, m: *mut Meta) {
+    let owner = (*m).owner;
+    if !owner.is_null() {
+        unref_block(cache, owner);
+    }
+    unref_block(cache, m);
+}
+
+#[inline]
+unsafe fn init_meta(m: *mut Meta, head: *mut u8, cap: u32, headroom: usize, len: u32, kind: u8) {
+    ptr::write(
+        m,
+        Meta {
+            data: head.add(headroom),
+            head,
+            len,
+            cap,
+            owner: ptr::null_mut(),
+            refcnt: AtomicU32::new(1),
+            kind,
+            external: 0,
+            anno: Anno::EMPTY,
+        },
+    );
+}
+
+/// Pool statistics, for tests and the run summary.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PoolStats {
+    /// Blocks ever carved from slabs.
+    pub blocks: usize,
+    /// Heap blocks (large packets) currently alive.
+    pub heap_live: usize,
+}
+
+/// Current pool statistics.
+pub fn pool_stats() -> PoolStats {
+    PoolStats {
+        blocks: SLABS.load(Ordering::Relaxed) * SLAB_BLOCKS,
+        heap_live: HEAP_LIVE.load(Ordering::Relaxed),
+    }
+}
+
+/// Number of free blocks in the calling thread's cache plus the global pool.
+pub fn pool_free_blocks() -> usize {
+    let local = with_cache(|c| c.free.len());
+    local + GLOBAL_FREE.lock().map(|g| g.len()).unwrap_or(0)
+}
+
+/// A packet: an owned handle on a buffer with data, headroom, tailroom and annotations.
+///
+/// Moving a `Packet` is moving one pointer. Dropping it returns its buffer to
+/// the calling thread's pool.
+#[repr(transparent)]
+pub struct Packet {
+    m: NonNull<Meta>,
+}
+
+// SAFETY: a Packet is the unique handle on its metadata; shared buffers are
+// reference-counted atomically, and only read through shared handles.
+unsafe impl Send for Packet {}
+
+impl Packet {
+    #[inline]
+    fn meta(&self) -> &Meta {
+        // SAFETY: the handle owns a live block.
+        unsafe { self.m.as_ref() }
+    }
+
+    #[inline]
+    fn meta_mut(&mut self) -> &mut Meta {
+        // SAFETY: the handle uniquely owns its metadata.
+        unsafe { self.m.as_mut() }
+    }
+
+    /// Allocate a packet of `len` bytes (contents unspecified but initialised
+    /// memory is not guaranteed: callers write the data) with [`HEADROOM`]
+    /// bytes of headroom. Data is zero-filled.
+    #[inline]
+    pub fn new(len: usize) -> Packet {
+        let mut p = Self::uninit(HEADROOM, len);
+        p.data_mut_unchecked().fill(0);
+        p
+    }
+
+    /// Allocate a packet holding a copy of `data`.
+    #[inline]
+    pub fn from_slice(data: &[u8]) -> Packet {
+        let mut p = Self::uninit(HEADROOM, data.len());
+        p.data_mut_unchecked().copy_from_slice(data);
+        p
+    }
+
+    /// Allocate with the given headroom and length; the data bytes are
+    /// whatever the buffer held before and must be overwritten by the caller.
+    #[inline]
+    fn uninit(headroom: usize, len: usize) -> Packet {
+        if headroom + len <= AREA {
+            with_cache(|c| {
+                let m = pool_get(c);
+                // SAFETY: m is a free pool block of BLOCK bytes.
+                unsafe {
+                    let head = (m as *mut u8).add(META_SIZE);
+                    init_meta(m, head, AREA as u32, headroom, len as u32, KIND_POOL);
+                    Packet {
+                        m: NonNull::new_unchecked(m),
+                    }
+                }
+            })
+        } else {
+            Self::heap(headroom, len, 64)
+        }
+    }
+
+    #[cold]
+    fn heap(headroom: usize, len: usize, tailroom: usize) -> Packet {
+        let area = headroom + len + tailroom;
+        let layout = block_layout(area);
+        // SAFETY: non-zero layout; the block is initialised before use, and
+        // its data area is zeroed so no uninitialised bytes are ever read.
+        unsafe {
+            let b = std::alloc::alloc_zeroed(layout);
+            if b.is_null() {
+                std::alloc::handle_alloc_error(layout);
+            }
+            HEAP_LIVE.fetch_add(1, Ordering::Relaxed);
+            let m = b as *mut Meta;
+            init_meta(
+                m,
+                b.add(META_SIZE),
+                area as u32,
+                headroom,
+                len as u32,
+                KIND_HEAP,
+            );
+            Packet {
+                m: NonNull::new_unchecked(m),
+            }
+        }
+    }
+
+    /// Wrap `len` bytes of external read-only memory at `data` without copying.
+    ///
+    /// # Safety
+    /// The memory must stay valid and unchanged for as long as this packet or
+    /// any clone of it exists. linerate's router guarantees this for memory
+    /// it keeps alive until all elements are dropped (see
+    /// `RouterBuilder::keep_alive`).
+    #[inline]
+    pub unsafe fn from_external(data: *const u8, len: usize) -> Packet {
+        with_cache(|c| {
+            let m = pool_get(c);
+            init_meta(m, data as *mut u8, len as u32, 0, len as u32, KIND_POOL);
+            (*m).external = 1;
+            Packet {
+                m: NonNull::new_unchecked(m),
+            }
+        })
+    }
+
+    /// Packet length in bytes.
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.meta().len as usize
+    }
+
+    /// True if the packet has no data.
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.meta().len == 0
+    }
+
+    /// The packet data.
+    #[inline]
+    pub fn data(&self) -> &[u8] {
+        let m = self.meta();
+        // SAFETY: data..data+len is within the buffer and initialised.
+        unsafe { std::slice::from_raw_parts(m.data, m.len as usize) }
+    }
+
+    /// True if the data is shared with a clone or lives in external memory.
+    #[inline]
+    pub fn is_shared(&self) -> bool {
+        let m = self.meta();
+        !m.owner.is_null() || m.external != 0 || m.refcnt.load(Ordering::Relaxed) != 1
+    }
+
+    #[inline]
+    fn data_mut_unchecked(&mut self) -> &mut [u8] {
+        let m = self.meta_mut();
+        // SAFETY: only called on exclusively owned buffers.
+        unsafe { std::slice::from_raw_parts_mut(m.data, m.len as usize) }
+    }
+
+    /// Writable packet data; copies shared data first (Click's `uniqueify`).
+    #[inline]
+    pub fn data_mut(&mut self) -> &mut [u8] {
+        if self.is_shared() {
+            self.make_unique(0, 0);
+        }
+        self.data_mut_unchecked()
+    }
+
+    /// Bytes of headroom in front of the data.
+    #[inline]
+    pub fn headroom(&self) -> usize {
+        let m = self.meta();
+        m.data as usize - m.head as usize
+    }
+
+    /// Bytes of tailroom after the data.
+    #[inline]
+    pub fn tailroom(&self) -> usize {
+        let m = self.meta();
+        m.cap as usize - self.headroom() - m.len as usize
+    }
+
+    /// Copy the packet into a fresh, exclusively owned buffer with at least
+    /// `headroom` and `tailroom` bytes around the data, keeping annotations and
+    /// header positions.
+    #[cold]
+    fn make_unique(&mut self, headroom: usize, tailroom: usize) {
+        let old_hr = self.headroom();
+        let len = self.len();
+        let hr = headroom.max(if self.meta().external != 0 {
+            HEADROOM
+        } else {
+            old_hr
+        });
+        let tr = tailroom;
+        let mut n = if hr + len + tr <= AREA {
+            let mut n = Self::uninit(hr, len);
+            n.data_mut_unchecked().copy_from_slice(self.data());
+            n
+        } else {
+            let mut n = Self::heap(hr, len, tr);
+            n.data_mut_unchecked().copy_from_slice(self.data());
+            n
+        };
+        let delta = hr as isize - old_hr as isize;
+        let mut anno = self.meta().anno;
+        for h in [&mut anno.network_header, &mut anno.transport_header] {
+            if *h != NO_HEADER {
+                let v = *h as isize + delta;
+                *h = if (0..NO_HEADER as isize).contains(&v) {
+                    v as u16
+                } else {
+                    NO_HEADER
+                };
+            }
+        }
+        n.meta_mut().anno = anno;
+        std::mem::swap(self, &mut n);
+    }
+
+    /// Remove `n` bytes from the front (Click's `pull`). Removes at most `len()`.
+    #[inline]
+    pub fn pull(&mut self, n: usize) {
+        let n = n.min(self.len());
+        let m = self.meta_mut();
+        // SAFETY: n <= len keeps data within the buffer.
+        m.data = unsafe { m.data.add(n) };
+        m.len -= n as u32;
+    }
+
+    /// Add `n` bytes at the front (Click's `push`), using headroom or
+    /// reallocating; the new bytes are uninitialised in meaning (zeroed only
+    /// if reallocated) and must be written by the caller.
+    #[inline]
+    pub fn push(&mut self, n: usize) {
+        if self.is_shared() || self.headroom() < n {
+            self.make_unique(n.max(HEADROOM), 0);
+        }
+        let m = self.meta_mut();
+        // SAFETY: headroom >= n.
+        m.data = unsafe { m.data.sub(n) };
+        m.len += n as u32;
+    }
+
+    /// Remove `n` bytes from the end (Click's `take`). Removes at most `len()`.
+    #[inline]
+    pub fn take(&mut self, n: usize) {
+        let n = n.min(self.len());
+        self.meta_mut().len -= n as u32;
+    }
+
+    /// Add `n` zero bytes at the end (Click's `put`), reallocating if needed.
+    #[inline]
+    pub fn put(&mut self, n: usize) {
+        if self.is_shared() || self.tailroom() < n {
+            self.make_unique(0, n);
+        }
+        let old = self.len();
+        self.meta_mut().len += n as u32;
+        self.data_mut_unchecked()[old..].fill(0);
+    }
+
+    /// Restore `n` bytes in front of the data that were removed by `pull`
+    /// (Click's Unstrip): unlike [`push`](Self::push) the bytes keep their old
+    /// contents. Restores at most the available headroom.
+    #[inline]
+    pub fn unstrip(&mut self, n: usize) {
+        let n = n.min(self.headroom());
+        let m = self.meta_mut();
+        // SAFETY: n <= headroom.
+        m.data = unsafe { m.data.sub(n) };
+        m.len += n as u32;
+    }
+
+    /// The annotations.
+    #[inline]
+    pub fn anno(&self) -> &Anno {
+        &self.meta().anno
+    }
+
+    /// Mutable annotations (never copies data).
+    #[inline]
+    pub fn anno_mut(&mut self) -> &mut Anno {
+        &mut self.meta_mut().anno
+    }
+
+    /// Timestamp annotation in nanoseconds since the epoch.
+    #[inline]
+    pub fn timestamp_ns(&self) -> u64 {
+        self.meta().anno.timestamp_ns
+    }
+
+    /// Set the timestamp annotation.
+    #[inline]
+    pub fn set_timestamp_ns(&mut self, t: u64) {
+        self.meta_mut().anno.timestamp_ns = t;
+    }
+
+    fn header_offset(&self, h: u16) -> Option<isize> {
+        (h != NO_HEADER).then(|| h as isize - self.headroom() as isize)
+    }
+
+    fn set_header(&mut self, offset_from_data: isize) -> u16 {
+        let v = self.headroom() as isize + offset_from_data;
+        if (0..NO_HEADER as isize).contains(&v) {
+            v as u16
+        } else {
+            NO_HEADER
+        }
+    }
+
+    /// Network header offset relative to the data start (negative after a
+    /// `pull` past it), or `None` if unset.
+    #[inline]
+    pub fn network_header_offset(&self) -> Option<isize> {
+        self.header_offset(self.meta().anno.network_header)
+    }
+
+    /// Set the network header to `offset` bytes from the data start.
+    #[inline]
+    pub fn set_network_header(&mut self, offset: isize) {
+        let h = self.set_header(offset);
+        self.meta_mut().anno.network_header = h;
+    }
+
+    /// Transport header offset relative to the data start, or `None` if unset.
+    #[inline]
+    pub fn transport_header_offset(&self) -> Option<isize> {
+        self.header_offset(self.meta().anno.transport_header)
+    }
+
+    /// Set the transport header to `offset` bytes from the data start.
+    #[inline]
+    pub fn set_transport_header(&mut self, offset: isize) {
+        let h = self.set_header(offset);
+        self.meta_mut().anno.transport_header = h;
+    }
+
+    /// Clear both header annotations.
+    #[inline]
+    pub fn clear_headers(&mut self) {
+        let a = &mut self.meta_mut().anno;
+        a.network_header = NO_HEADER;
+        a.transport_header = NO_HEADER;
+    }
+
+    /// Bytes from the network header to the end of the data, if the network
+    /// header is set and lies within the data.
+    #[inline]
+    pub fn network_header(&self) -> Option<&[u8]> {
+        let off = self.network_header_offset()?;
+        self.data().get(usize::try_from(off).ok()?..)
+    }
+
+    /// Bytes from the transport header to the end of the data.
+    #[inline]
+    pub fn transport_header(&self) -> Option<&[u8]> {
+        let off = self.transport_header_offset()?;
+        self.data().get(usize::try_from(off).ok()?..)
+    }
+}
+
+impl Clone for Packet {
+    /// A new handle sharing this packet's data (Click's `clone()`): no data is
+    /// copied until one of them writes.
+    fn clone(&self) -> Packet {
+        let src = self.meta();
+        let owner = if !src.owner.is_null() {
+            src.owner
+        } else if src.external != 0 {
+            ptr::null_mut()
+        } else {
+            self.m.as_ptr()
+        };
+        if !owner.is_null() {
+            // SAFETY: owner is live while self holds a reference to it.
+            unsafe { (*owner).refcnt.fetch_add(1, Ordering::Relaxed) };
+        }
+        with_cache(|c| {
+            let m = pool_get(c);
+            // SAFETY: m is a free block; copying self's runtime fields and annotations.
+            unsafe {
+                ptr::write(
+                    m,
+                    Meta {
+                        data: src.data,
+                        head: src.head,
+                        len: src.len,
+                        cap: src.cap,
+                        owner,
+                        refcnt: AtomicU32::new(1),
+                        kind: KIND_POOL,
+                        external: src.external,
+                        anno: src.anno,
+                    },
+                );
+                Packet {
+                    m: NonNull::new_unchecked(m),
+                }
+            }
+        })
+    }
+}
+
+impl Drop for Packet {
+    #[inline]
+    fn drop(&mut self) {
+        let m = self.m.as_ptr();
+        // SAFETY: the handle owns its reference.
+        with_cache(|c| unsafe { release(c, m) });
+    }
+}
+
+impl std::fmt::Debug for Packet {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Packet")
+            .field("len", &self.len())
+            .field("anno", self.anno())
+            .finish()
+    }
+}
+
+/// Release many packets with one thread-local cache access.
+#[inline]
+pub(crate) fn release_all(ptrs: &[*mut Meta]) {
+    with_cache(|c| {
+        for &m in ptrs {
+            // SAFETY: each pointer came from `Packet::into_raw` and is released once.
+            unsafe { release(c, m) };
+        }
+    });
+}
+
+/// Allocate `n` packets that are copies of `template` (fast path for sources).
+#[inline]
+pub fn alloc_copies(template: &[u8], n: usize, ts_ns: u64, out: &mut Vec<Packet>) {
+    let len = template.len();
+    if HEADROOM + len > AREA {
+        out.extend((0..n).map(|_| {
+            let mut p = Packet::from_slice(template);
+            p.set_timestamp_ns(ts_ns);
+            p
+        }));
+        return;
+    }
+    with_cache(|c| {
+        for _ in 0..n {
+            let m = pool_get(c);
+            // SAFETY: m is a free pool block; data fits in its area.
+            unsafe {
+                let head = (m as *mut u8).add(META_SIZE);
+                init_meta(m, head, AREA as u32, HEADROOM, len as u32, KIND_POOL);
+                (*m).anno.timestamp_ns = ts_ns;
+                ptr::copy_nonoverlapping(template.as_ptr(), head.add(HEADROOM), len);
+                out.push(Packet {
+                    m: NonNull::new_unchecked(m),
+                });
+            }
+        }
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn alloc_push_pull_put_take() {
+        let mut p = Packet::from_slice(&[1, 2, 3, 4]);
+        assert_eq!(p.len(), 4);
+        assert_eq!(p.headroom(), HEADROOM);
+        assert_eq!(p.tailroom(), DATA_ROOM - 4);
+        p.pull(2);
+        assert_eq!(p.data(), &[3, 4]);
+        p.unstrip(2);
+        assert_eq!(p.data(), &[1, 2, 3, 4]);
+        p.push(2);
+        p.data_mut()[..2].copy_from_slice(&[9, 9]);
+        assert_eq!(p.data(), &[9, 9, 1, 2, 3, 4]);
+        p.take(1);
+        p.put(2);
+        assert_eq!(p.data(), &[9, 9, 1, 2, 3, 0, 0]);
+        p.pull(100);
+        assert!(p.is_empty());
+    }
+
+    #[test]
+    fn push_beyond_headroom_reallocates_and_keeps_headers() {
+        let mut p = Packet::from_slice(&[0xaa; 40]);
+        p.set_network_header(14);
+        p.anno_mut().set_paint(3);
+        p.push(HEADROOM + 10);
+        assert_eq!(p.len(), 40 + HEADROOM + 10);
+        assert_eq!(p.network_header_offset(), Some(14 + HEADROOM as isize + 10));
+        assert_eq!(p.anno().paint(), 3);
+        assert_eq!(&p.data()[HEADROOM + 10..], &[0xaa; 40][..]);
+    }
+
+    #[test]
+    fn clone_is_copy_on_write() {
+        let mut a = Packet::from_slice(b"hello");
+        a.anno_mut().set_paint(1);
+        let mut b = a.clone();
+        assert!(a.is_shared() && b.is_shared());
+        assert_eq!(b.data(), b"hello");
+        b.data_mut()[0] = b'j';
+        assert_eq!(a.data(), b"hello");
+        assert_eq!(b.data(), b"jello");
+        assert!(!b.is_shared());
+        assert_eq!(b.anno().paint(), 1);
+        let c = a.clone();
+        drop(a);
+        assert_eq!(c.data(), b"hello");
+        let d = c.clone();
+        drop(c);
+        assert_eq!(d.data(), b"hello");
+    }
+
+    #[test]
+    fn external_data_is_zero_copy_until_written() {
+        static BYTES: [u8; 6] = [1, 2, 3, 4, 5, 6];
+        // SAFETY: static memory outlives the packet.
+        let mut p = unsafe { Packet::from_external(BYTES.as_ptr(), 6) };
+        assert_eq!(p.data().as_ptr(), BYTES.as_ptr());
+        p.set_network_header(2);
+        let q = p.clone();
+        p.data_mut()[0] = 9;
+        assert_eq!(p.data(), &[9, 2, 3, 4, 5, 6]);
+        assert_eq!(p.network_header(), Some(&[3, 4, 5, 6][..]));
+        assert_eq!(q.data(), &BYTES[..]);
+        assert!(p.headroom() >= HEADROOM);
+    }
+
+    #[test]
+    fn large_packets_use_the_heap() {
+        let before = pool_stats().heap_live;
+        let mut p = Packet::new(9000);
+        assert_eq!(pool_stats().heap_live, before + 1);
+        p.data_mut()[8999] = 1;
+        let q = p.clone();
+        assert_eq!(q.data()[8999], 1);
+        drop(p);
+        drop(q);
+        assert_eq!(pool_stats().heap_live, before);
+    }
+
+    #[test]
+    fn header_offsets_survive_pull() {
+        let mut p = Packet::new(60);
+        p.set_network_header(14);
+        p.set_transport_header(34);
+        p.pull(14);
+        assert_eq!(p.network_header_offset(), Some(0));
+        assert_eq!(p.transport_header_offset(), Some(20));
+        assert_eq!(p.transport_header().map(|t| t.len()), Some(26));
+        p.pull(30);
+        assert_eq!(p.network_header_offset(), Some(-30));
+        assert_eq!(p.network_header(), None);
+    }
+
+    #[test]
+    fn packets_cross_threads() {
+        let v: Vec<Packet> = (0..3000)
+            .map(|i| Packet::from_slice(&[i as u8; 64]))
+            .collect();
+        let h = std::thread::spawn(move || v.into_iter().map(|p| p.data()[0] as u64).sum::<u64>());
+        let s = h.join().unwrap();
+        assert_eq!(s, (0..3000u64).map(|i| i % 256).sum());
+    }
+}

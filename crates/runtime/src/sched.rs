@@ -1,0 +1,490 @@
+//! Per-thread execution: the context elements see, the run-to-completion
+//! work stack, tasks, timers, cross-thread rings and the handler mailbox.
+//!
+//! Dispatch is VPP-style: when an element pushes a batch, the batch is put
+//! on the thread's work stack instead of calling the next element
+//! recursively. When the element returns, the batches it emitted are ordered
+//! so that output 0's batch runs first, and the stack is drained depth first.
+//! The order of processing is therefore Click's (a packet pushed to output 0
+//! is completely processed before the one pushed to output 1), without
+//! recursion and with every element borrowed only while it runs.
+
+use crate::batch::{Batch, MAX_BATCH};
+use crate::element::Element;
+use crate::ring::Ring;
+use crate::time::Clock;
+use std::any::Any;
+use std::cell::RefCell;
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicUsize, Ordering};
+use std::sync::{mpsc, Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// Where an output port leads.
+pub(crate) enum Edge {
+    /// Not connected (pull outputs, or unused).
+    None,
+    /// An element on the same thread: (element, input port).
+    Local(u32, u32),
+    /// An element on another thread, through a ring.
+    Ring(Arc<Ring>),
+}
+
+/// The part of the graph a thread runs.
+pub(crate) struct Graph {
+    pub elems: Vec<Option<RefCell<Box<dyn Element>>>>,
+    pub out: Vec<Vec<Edge>>,
+    pub inp: Vec<Vec<Option<(u32, u32)>>>,
+    pub names: Arc<Vec<String>>,
+    pub tasks: Vec<u32>,
+    /// Incoming rings: (ring, element, input port).
+    pub in_rings: Vec<(Arc<Ring>, u32, u32)>,
+}
+
+/// A handler call sent to a running thread.
+pub(crate) struct Request {
+    pub elem: usize,
+    pub handler: String,
+    pub value: Option<String>,
+    pub reply: mpsc::Sender<Result<String, String>>,
+}
+
+/// A thread's handler mailbox.
+#[derive(Default)]
+pub(crate) struct Mailbox {
+    pub pending: AtomicBool,
+    pub queue: Mutex<Vec<Request>>,
+}
+
+/// State shared by all threads of a run.
+pub(crate) struct Shared {
+    pub stop: AtomicBool,
+    pub inflight: AtomicI64,
+    pub draining: AtomicUsize,
+    pub nthreads: usize,
+    pub mailboxes: Vec<Mailbox>,
+    pub running: AtomicBool,
+    pub replicated: bool,
+    /// Stop requests from elements needed before the router stops: one per
+    /// replica in replicated mode (each replica's source must finish), else 1.
+    pub stop_quorum: usize,
+    pub stop_votes: AtomicUsize,
+}
+
+impl Shared {
+    pub fn new(nthreads: usize, replicated: bool) -> Shared {
+        Shared {
+            stop: AtomicBool::new(false),
+            inflight: AtomicI64::new(0),
+            draining: AtomicUsize::new(0),
+            nthreads,
+            mailboxes: (0..nthreads).map(|_| Mailbox::default()).collect(),
+            running: AtomicBool::new(false),
+            replicated,
+            stop_quorum: if replicated { nthreads } else { 1 },
+            stop_votes: AtomicUsize::new(0),
+        }
+    }
+}
+
+/// Counters the runtime keeps for every element.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ElemCounters {
+    /// Packets that entered the element (pushed in or pulled out of it).
+    pub packets_in: u64,
+    /// Packets pushed to an unconnected output and dropped.
+    pub unconnected_drops: u64,
+    /// Packets dropped because a cross-thread ring stayed full.
+    pub ring_drops: u64,
+}
+
+/// Mutable per-thread state.
+pub(crate) struct State {
+    stack: Vec<(u32, u32, Batch)>,
+    timers: BinaryHeap<Reverse<(u64, u32)>>,
+    timer_at: Vec<u64>,
+    pub clock: Clock,
+    pub shared: Arc<Shared>,
+    pub thread: usize,
+    pub replica: (usize, usize),
+    pub counters: Vec<ElemCounters>,
+    pub handler_fn: HandlerFn,
+    stop_voted: bool,
+}
+
+/// How a thread executes a handler request on one of its elements.
+pub(crate) type HandlerFn = Arc<
+    dyn Fn(usize, &mut dyn Element, &str, Option<&str>) -> Result<String, String> + Send + Sync,
+>;
+
+impl State {
+    pub fn new(
+        nelems: usize,
+        clock: Clock,
+        shared: Arc<Shared>,
+        thread: usize,
+        replica: (usize, usize),
+        handler_fn: HandlerFn,
+    ) -> State {
+        State {
+            stack: Vec::with_capacity(64),
+            timers: BinaryHeap::new(),
+            timer_at: vec![0; nelems],
+            clock,
+            shared,
+            thread,
+            replica,
+            counters: vec![ElemCounters::default(); nelems],
+            handler_fn,
+            stop_voted: false,
+        }
+    }
+}
+
+/// The context an element gets while it runs: its ports, the clock, timers.
+pub struct Ctx<'a> {
+    g: &'a Graph,
+    s: &'a mut State,
+    me: u32,
+}
+
+impl<'a> Ctx<'a> {
+    /// Send `batch` out of output `port`. Empty batches are ignored; batches
+    /// sent to an unconnected port are dropped and counted.
+    #[inline]
+    pub fn push(&mut self, port: usize, mut batch: Batch) {
+        if batch.is_empty() {
+            return;
+        }
+        match self.g.out[self.me as usize].get(port) {
+            Some(Edge::Local(e, p)) => self.s.stack.push((*e, *p, batch)),
+            Some(Edge::Ring(r)) => push_ring(r, &mut batch, self.s, self.me),
+            _ => self.s.counters[self.me as usize].unconnected_drops += batch.len() as u64,
+        }
+    }
+
+    /// Pull up to `max` packets from input `port`.
+    #[inline]
+    pub fn pull(&mut self, port: usize, max: usize) -> Option<Batch> {
+        let (u, up) = (*self.g.inp[self.me as usize].get(port)?)?;
+        let cell = self.g.elems[u as usize].as_ref()?;
+        let mut e = cell.try_borrow_mut().ok()?;
+        let mark = self.s.stack.len();
+        let r = {
+            let mut ctx = Ctx {
+                g: self.g,
+                s: &mut *self.s,
+                me: u,
+            };
+            e.pull(up as usize, max, &mut ctx)
+        };
+        self.s.stack[mark..].reverse();
+        if let Some(b) = &r {
+            self.s.counters[u as usize].packets_in += b.len() as u64;
+        }
+        r
+    }
+
+    /// Number of output ports in use.
+    pub fn noutputs(&self) -> usize {
+        self.g.out[self.me as usize].len()
+    }
+
+    /// Number of input ports in use.
+    pub fn ninputs(&self) -> usize {
+        self.g.inp[self.me as usize].len()
+    }
+
+    /// True if output `port` leads somewhere (an element on this or another thread).
+    pub fn output_connected(&self, port: usize) -> bool {
+        !matches!(
+            self.g.out[self.me as usize].get(port),
+            None | Some(Edge::None)
+        )
+    }
+
+    /// Current time (system or simulated) in nanoseconds since the epoch.
+    #[inline]
+    pub fn now_ns(&self) -> u64 {
+        self.s.clock.now_ns()
+    }
+
+    /// True when running on simulated time.
+    pub fn simtime(&self) -> bool {
+        matches!(self.s.clock, Clock::Sim(_))
+    }
+
+    /// Fire this element's timer at `t_ns` (replaces an earlier setting).
+    pub fn schedule_at(&mut self, t_ns: u64) {
+        let t = t_ns.max(1);
+        self.s.timer_at[self.me as usize] = t;
+        self.s.timers.push(Reverse((t, self.me)));
+    }
+
+    /// Fire this element's timer `ns` nanoseconds from now.
+    pub fn schedule_after(&mut self, ns: u64) {
+        let t = self.now_ns().saturating_add(ns);
+        self.schedule_at(t);
+    }
+
+    /// Cancel this element's timer.
+    pub fn unschedule(&mut self) {
+        self.s.timer_at[self.me as usize] = 0;
+    }
+
+    /// Ask the driver to stop (Click's `please_stop_driver`). In replicated
+    /// mode the router stops once every replica has asked.
+    pub fn stop_router(&mut self) {
+        if self.s.stop_voted {
+            return;
+        }
+        self.s.stop_voted = true;
+        let sh = &self.s.shared;
+        if sh.stop_votes.fetch_add(1, Ordering::AcqRel) + 1 >= sh.stop_quorum {
+            sh.stop.store(true, Ordering::Release);
+        }
+    }
+
+    /// True once a stop was requested.
+    pub fn stopping(&self) -> bool {
+        self.s.shared.stop.load(Ordering::Relaxed)
+    }
+
+    /// (replica index, replica count); `(0, 1)` unless replicated.
+    pub fn replica(&self) -> (usize, usize) {
+        self.s.replica
+    }
+
+    /// This element's name.
+    pub fn name(&self) -> &str {
+        &self.g.names[self.me as usize]
+    }
+
+    /// Index of the thread running this element.
+    pub fn thread(&self) -> usize {
+        self.s.thread
+    }
+}
+
+#[cold]
+fn push_ring(r: &Ring, batch: &mut Batch, s: &mut State, me: u32) {
+    let n = batch.len() as i64;
+    s.shared.inflight.fetch_add(n, Ordering::AcqRel);
+    let start = Instant::now();
+    loop {
+        r.push_batch(batch);
+        if batch.is_empty() {
+            return;
+        }
+        // Back-pressure: the consumer runs on another core; wait for it, but
+        // never forever (a cycle of full rings would deadlock).
+        if start.elapsed() > Duration::from_millis(50) {
+            let left = batch.len() as u64;
+            s.shared.inflight.fetch_sub(left as i64, Ordering::AcqRel);
+            s.counters[me as usize].ring_drops += left;
+            return;
+        }
+        std::thread::yield_now();
+    }
+}
+
+/// Context for `Element::initialize`.
+pub struct InitCtx<'a> {
+    pub(crate) name: &'a str,
+    pub(crate) keep_alive: &'a mut Vec<Arc<dyn Any + Send + Sync>>,
+    pub(crate) simtime: bool,
+    pub(crate) replica: (usize, usize),
+}
+
+impl InitCtx<'_> {
+    /// The element's name.
+    pub fn name(&self) -> &str {
+        self.name
+    }
+    /// Keep `obj` alive until every element, and so every packet, of the
+    /// router is gone (memory that packets reference without copying).
+    pub fn keep_alive(&mut self, obj: Arc<dyn Any + Send + Sync>) {
+        self.keep_alive.push(obj);
+    }
+    /// True when running on simulated time.
+    pub fn simtime(&self) -> bool {
+        self.simtime
+    }
+    /// (replica index, replica count).
+    pub fn replica(&self) -> (usize, usize) {
+        self.replica
+    }
+}
+
+fn activate(g: &Graph, s: &mut State, elem: u32, f: impl FnOnce(&mut dyn Element, &mut Ctx<'_>)) {
+    let Some(cell) = g.elems[elem as usize].as_ref() else {
+        return;
+    };
+    let Ok(mut e) = cell.try_borrow_mut() else {
+        return;
+    };
+    let mark = s.stack.len();
+    {
+        let mut ctx = Ctx {
+            g,
+            s: &mut *s,
+            me: elem,
+        };
+        f(&mut **e, &mut ctx);
+    }
+    drop(e);
+    s.stack[mark..].reverse();
+}
+
+#[inline]
+fn drain(g: &Graph, s: &mut State) {
+    while let Some((e, p, b)) = s.stack.pop() {
+        s.counters[e as usize].packets_in += b.len() as u64;
+        activate(g, s, e, |el, ctx| el.push(p as usize, b, ctx));
+    }
+}
+
+fn run_timers(g: &Graph, s: &mut State, now: u64) -> bool {
+    let mut fired = false;
+    while let Some(&Reverse((t, e))) = s.timers.peek() {
+        if t > now {
+            break;
+        }
+        s.timers.pop();
+        if s.timer_at[e as usize] != t {
+            continue; // rescheduled or cancelled
+        }
+        s.timer_at[e as usize] = 0;
+        activate(g, s, e, |el, ctx| el.run_timer(ctx));
+        drain(g, s);
+        fired = true;
+    }
+    fired
+}
+
+fn next_timer(s: &mut State) -> Option<u64> {
+    while let Some(&Reverse((t, e))) = s.timers.peek() {
+        if s.timer_at[e as usize] == t {
+            return Some(t);
+        }
+        s.timers.pop();
+    }
+    None
+}
+
+/// Answer the handler requests waiting in `mb` using the elements of `g`.
+pub(crate) fn serve_requests(g: &Graph, mb: &Mailbox, handler_fn: &HandlerFn) {
+    if !mb.pending.swap(false, Ordering::AcqRel) {
+        return;
+    }
+    let reqs: Vec<Request> =
+        std::mem::take(&mut *mb.queue.lock().unwrap_or_else(|e| e.into_inner()));
+    for r in reqs {
+        let res = match g
+            .elems
+            .get(r.elem)
+            .and_then(|c| c.as_ref())
+            .map(|c| c.try_borrow_mut())
+        {
+            Some(Ok(mut e)) => handler_fn(r.elem, &mut **e, &r.handler, r.value.as_deref()),
+            _ => Err("element not on this thread".into()),
+        };
+        let _ = r.reply.send(res);
+    }
+}
+
+fn serve_mailbox(g: &Graph, s: &mut State) {
+    serve_requests(g, &s.shared.mailboxes[s.thread], &s.handler_fn);
+}
+
+fn poll_rings(g: &Graph, s: &mut State) -> bool {
+    let mut work = false;
+    for (ring, e, p) in &g.in_rings {
+        if let Some(b) = ring.pop_batch(MAX_BATCH) {
+            let n = b.len() as i64;
+            s.counters[*e as usize].packets_in += b.len() as u64;
+            activate(g, s, *e, |el, ctx| el.push(*p as usize, b, ctx));
+            drain(g, s);
+            s.shared.inflight.fetch_sub(n, Ordering::AcqRel);
+            work = true;
+        }
+    }
+    work
+}
+
+/// Run one thread until the router stops, then drain cross-thread rings.
+pub(crate) fn thread_loop(g: &Graph, s: &mut State) {
+    let mut idle = 0u32;
+    let shared = s.shared.clone();
+    while !shared.stop.load(Ordering::Acquire) {
+        serve_mailbox(g, s);
+        let mut work = false;
+        for &t in &g.tasks {
+            let mut did = false;
+            activate(g, s, t, |el, ctx| did = el.run_task(ctx));
+            drain(g, s);
+            work |= did;
+            if shared.stop.load(Ordering::Relaxed) {
+                break;
+            }
+        }
+        work |= poll_rings(g, s);
+        let now = s.clock.now_ns();
+        work |= run_timers(g, s, now);
+        if work {
+            idle = 0;
+            continue;
+        }
+        match s.clock {
+            Clock::Sim(_) => {
+                if let Some(t) = next_timer(s) {
+                    s.clock = Clock::Sim(t);
+                } else {
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+            }
+            Clock::Real => {
+                idle = idle.saturating_add(1);
+                if idle < 64 {
+                    std::hint::spin_loop();
+                } else if idle < 256 {
+                    std::thread::yield_now();
+                } else {
+                    let cap = Duration::from_micros(if g.in_rings.is_empty() { 1000 } else { 50 });
+                    let wait = next_timer(s)
+                        .map(|t| Duration::from_nanos(t.saturating_sub(s.clock.now_ns())))
+                        .unwrap_or(cap)
+                        .min(cap);
+                    std::thread::sleep(wait);
+                }
+            }
+        }
+    }
+    // Drain: keep delivering ring traffic until no packet is in flight anywhere.
+    shared.draining.fetch_add(1, Ordering::AcqRel);
+    loop {
+        serve_mailbox(g, s);
+        let work = poll_rings(g, s);
+        if !work
+            && shared.draining.load(Ordering::Acquire) == shared.nthreads
+            && shared.inflight.load(Ordering::Acquire) == 0
+        {
+            break;
+        }
+        if !work {
+            std::thread::yield_now();
+        }
+    }
+}
+
+/// Run `f` on element `elem` outside the data plane (before or after a run).
+pub(crate) fn with_element<R>(
+    g: &Graph,
+    elem: usize,
+    f: impl FnOnce(&mut dyn Element) -> R,
+) -> Option<R> {
+    let cell = g.elems.get(elem)?.as_ref()?;
+    let mut e = cell.try_borrow_mut().ok()?;
+    Some(f(&mut **e))
+}

@@ -15,6 +15,7 @@ macro_rules! element_doc {
 
 pub mod standard;
 pub mod threads;
+pub mod userlevel;
 
 use linerate_runtime::{ElementClass, Registry};
 
@@ -28,6 +29,7 @@ pub fn classes() -> Vec<ElementClass> {
     let mut v = Vec::new();
     v.extend_from_slice(standard::CLASSES);
     v.extend_from_slice(threads::CLASSES);
+    v.extend_from_slice(userlevel::CLASSES);
     v
 }
 

@@ -24,8 +24,10 @@
 //! first write through [`Packet::data_mut`] (or a `push`/`put` that needs room)
 //! copies the data into a buffer of its own (Click's `uniqueify()`).
 //! [`Packet::from_external`] wraps read-only memory owned by something that
-//! outlives every packet (the router keeps such mappings alive until all its
-//! elements, and with them all packets, are gone); it is copied on first write.
+//! outlives every packet it is read through (in practice an element's file
+//! mapping: elements live as long as their router, packets never outlive the
+//! router, and dropping a packet never reads its data); it is copied on
+//! first write.
 
 use crate::anno::{Anno, NO_HEADER};
 use std::cell::UnsafeCell;
@@ -319,9 +321,9 @@ impl Packet {
     ///
     /// # Safety
     /// The memory must stay valid and unchanged for as long as this packet or
-    /// any clone of it exists. linerate's router guarantees this for memory
-    /// it keeps alive until all elements are dropped (see
-    /// `RouterBuilder::keep_alive`).
+    /// any clone of it may be read. Memory owned by an element qualifies:
+    /// elements are dropped only with their router, together with every
+    /// packet, and dropping a packet never reads its data.
     #[inline]
     pub unsafe fn from_external(data: *const u8, len: usize) -> Packet {
         with_cache(|c| {

@@ -20,7 +20,6 @@ use crate::sched::{
 };
 use crate::time::{system_now_ns, Clock};
 use linerate_lang::{Config, Diagnostic, Diagnostics, Location, Severity};
-use std::any::Any;
 use std::cell::RefCell;
 use std::sync::atomic::Ordering;
 use std::sync::{mpsc, Arc, Mutex};
@@ -93,7 +92,6 @@ pub struct Router {
     info: Arc<Vec<ElementInfo>>,
     units: Arc<Mutex<Vec<Unit>>>,
     shared: Arc<Shared>,
-    keep_alive: Vec<Arc<dyn Any + Send + Sync>>,
     opts: RouterOptions,
     config_text: String,
 }
@@ -545,7 +543,6 @@ impl Router {
             .collect();
         let nthreads = opts.threads.max(1);
         let nrep = if opts.replicate { nthreads } else { 1 };
-        let mut keep_alive = Vec::new();
         let mut replicas: Vec<Vec<Box<dyn Element>>> = Vec::with_capacity(nrep);
         for r in 0..nrep {
             let mut elems = Vec::with_capacity(n);
@@ -579,7 +576,6 @@ impl Router {
             for (e, x) in elems.iter_mut().enumerate() {
                 let mut ictx = crate::sched::InitCtx {
                     name: &info[e].name,
-                    keep_alive: &mut keep_alive,
                     simtime: opts.simtime.is_some(),
                     replica: (r, nrep),
                 };
@@ -669,7 +665,6 @@ impl Router {
             info,
             units: Arc::new(Mutex::new(units)),
             shared,
-            keep_alive,
             opts,
             config_text: config.to_click(),
         })
@@ -769,15 +764,6 @@ impl Router {
     /// The options this router was built with.
     pub fn options(&self) -> &RouterOptions {
         &self.opts
-    }
-}
-
-impl Drop for Router {
-    fn drop(&mut self) {
-        // Elements (and every packet they hold) go before the memory packets
-        // may point into.
-        self.units.lock().unwrap_or_else(|e| e.into_inner()).clear();
-        self.keep_alive.clear();
     }
 }
 

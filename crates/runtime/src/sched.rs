@@ -13,7 +13,6 @@ use crate::batch::{Batch, MAX_BATCH};
 use crate::element::Element;
 use crate::ring::Ring;
 use crate::time::Clock;
-use std::any::Any;
 use std::cell::RefCell;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -292,7 +291,6 @@ fn push_ring(r: &Ring, batch: &mut Batch, s: &mut State, me: u32) {
 /// Context for `Element::initialize`.
 pub struct InitCtx<'a> {
     pub(crate) name: &'a str,
-    pub(crate) keep_alive: &'a mut Vec<Arc<dyn Any + Send + Sync>>,
     pub(crate) simtime: bool,
     pub(crate) replica: (usize, usize),
 }
@@ -301,11 +299,6 @@ impl InitCtx<'_> {
     /// The element's name.
     pub fn name(&self) -> &str {
         self.name
-    }
-    /// Keep `obj` alive until every element, and so every packet, of the
-    /// router is gone (memory that packets reference without copying).
-    pub fn keep_alive(&mut self, obj: Arc<dyn Any + Send + Sync>) {
-        self.keep_alive.push(obj);
     }
     /// True when running on simulated time.
     pub fn simtime(&self) -> bool {

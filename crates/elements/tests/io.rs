@@ -1,0 +1,241 @@
+//! FromDump and ToDump on the shared real trace and on damaged files.
+
+use linerate_io::pcap::PcapReader;
+use linerate_lang::{parse_str, ParseOptions};
+use linerate_runtime::{Router, RouterOptions};
+use std::path::{Path, PathBuf};
+
+const LAN: &str = "../../../shared/traces/pathspider-real-lan2012.pcap";
+
+fn lan() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join(LAN)
+}
+
+fn build(text: &str, opts: RouterOptions) -> Result<Router, String> {
+    let reg = linerate_elements::registry();
+    let o = ParseOptions {
+        vars: vec![],
+        catalog: &reg,
+        clickpath: vec![],
+    };
+    let c = parse_str(text, "io.click", &o).map_err(|d| d.to_string())?;
+    Router::build(&c, &reg, opts).map_err(|d| d.to_string())
+}
+
+fn run(text: &str, opts: RouterOptions) -> Router {
+    let mut r = build(text, opts).unwrap_or_else(|e| panic!("{e}"));
+    r.run();
+    r
+}
+
+fn read(r: &Router, h: &str) -> u64 {
+    let v = r
+        .handle()
+        .call(h, None)
+        .unwrap_or_else(|e| panic!("{h}: {e}"));
+    v.trim().parse().unwrap_or_else(|_| panic!("{h}: {v:?}"))
+}
+
+fn records(p: &Path) -> Vec<(u64, u32, Vec<u8>)> {
+    let mut r = PcapReader::open(p).unwrap();
+    let mut v = Vec::new();
+    while let Some(x) = r.next_record() {
+        let x = x.unwrap();
+        v.push((x.ts_ns, x.orig_len, x.data.to_vec()));
+    }
+    v
+}
+
+fn tmp(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("linerate-io-{}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    d.join(name)
+}
+
+#[test]
+fn round_trip_keeps_every_record() {
+    let out = tmp("copy.pcap");
+    let r = run(
+        &format!(
+            "FromDump({}, STOP true) -> c :: Counter -> t :: ToDump({}, SNAPLEN 65535)",
+            lan().display(),
+            out.display()
+        ),
+        RouterOptions::default(),
+    );
+    drop(r);
+    assert_eq!(records(&lan()), records(&out));
+    assert_eq!(records(&out).len(), 62_781);
+}
+
+#[test]
+fn force_ip_splits_ip_from_arp() {
+    let r = run(
+        &format!("f :: FromDump({}, STOP true, FORCE_IP true); f -> ip :: Counter -> Discard; f[1] -> other :: Counter -> Discard;", lan().display()),
+        RouterOptions::default(),
+    );
+    assert_eq!(read(&r, "ip.count"), 62_038);
+    assert_eq!(read(&r, "other.count"), 743);
+    assert_eq!(read(&r, "f.count"), 62_038);
+    assert_eq!(r.handle().call("f.encap", None).unwrap(), "ETHER\n");
+}
+
+#[test]
+fn truncated_file_delivers_what_precedes_the_cut() {
+    let bytes = std::fs::read(lan()).unwrap();
+    let cut = tmp("cut.pcap");
+    std::fs::write(&cut, &bytes[..10_000]).unwrap();
+    let complete = {
+        let mut n = 0;
+        let mut r = PcapReader::open(&cut).unwrap();
+        while let Some(Ok(_)) = r.next_record() {
+            n += 1;
+        }
+        n
+    };
+    assert!(complete > 10);
+    let r = run(
+        &format!(
+            "FromDump({}, STOP true) -> c :: Counter -> Discard",
+            cut.display()
+        ),
+        RouterOptions::default(),
+    );
+    assert_eq!(read(&r, "c.count"), complete);
+}
+
+#[test]
+fn wrong_magic_is_a_clear_error() {
+    let bad = tmp("bad.pcap");
+    std::fs::write(&bad, b"this is not a pcap file at all, sorry").unwrap();
+    let e = build(
+        &format!("FromDump({}, STOP true) -> Discard", bad.display()),
+        RouterOptions::default(),
+    )
+    .err()
+    .unwrap();
+    assert!(e.contains("io.click:1:1") && e.contains("bad.pcap"), "{e}");
+    let e = build(
+        "FromDump(/nonexistent/x.pcap) -> Discard",
+        RouterOptions::default(),
+    )
+    .err()
+    .unwrap();
+    assert!(e.contains("/nonexistent/x.pcap"), "{e}");
+}
+
+#[test]
+fn zero_length_and_oversized_records_are_handled() {
+    let mut f = Vec::new();
+    for w in [0xa1b2c3d4u32, 0x0004_0002, 0, 0, 64, 1] {
+        f.extend_from_slice(&if w == 0x0004_0002 {
+            [2, 0, 4, 0]
+        } else {
+            w.to_le_bytes()
+        });
+    }
+    // A zero-length record, then a 100-byte record over the 64-byte snaplen.
+    for (len, fill) in [(0u32, 0u8), (100, 7)] {
+        f.extend_from_slice(&1u32.to_le_bytes());
+        f.extend_from_slice(&0u32.to_le_bytes());
+        f.extend_from_slice(&len.to_le_bytes());
+        f.extend_from_slice(&len.to_le_bytes());
+        f.extend(std::iter::repeat(fill).take(len as usize));
+    }
+    let p = tmp("odd.pcap");
+    std::fs::write(&p, &f).unwrap();
+    let r = run(
+        &format!(
+            "FromDump({}, STOP true) -> c :: Counter -> Discard",
+            p.display()
+        ),
+        RouterOptions::default(),
+    );
+    assert_eq!(read(&r, "c.count"), 2);
+    assert_eq!(read(&r, "c.byte_count"), 100);
+}
+
+#[test]
+fn timing_replay_on_simulated_time() {
+    // The trace spans an hour; on simulated time the replay takes no real time.
+    let t = std::time::Instant::now();
+    let r = run(
+        &format!(
+            "FromDump({}, STOP true, TIMING true) -> c :: Counter -> Discard",
+            lan().display()
+        ),
+        RouterOptions {
+            simtime: Some(0),
+            ..Default::default()
+        },
+    );
+    assert_eq!(read(&r, "c.count"), 62_781);
+    assert!(t.elapsed().as_secs() < 20);
+}
+
+#[test]
+fn time_windows() {
+    let all = records(&lan());
+    let t0 = all[0].0;
+    let expect = all
+        .iter()
+        .filter(|x| x.0 >= t0 + 60_000_000_000 && x.0 < t0 + 120_000_000_000)
+        .count() as u64;
+    let r = run(
+        &format!(
+            "FromDump({}, STOP true, START_AFTER 1min, END_AFTER 2min) -> c :: Counter -> Discard",
+            lan().display()
+        ),
+        RouterOptions::default(),
+    );
+    assert_eq!(read(&r, "c.count"), expect);
+    let e = build(
+        &format!(
+            "FromDump({}, START 1, START_AFTER 2) -> Discard",
+            lan().display()
+        ),
+        RouterOptions::default(),
+    )
+    .err()
+    .unwrap();
+    assert!(e.contains("at most one of START and START_AFTER"), "{e}");
+}
+
+#[test]
+fn replicas_split_the_trace_by_flow() {
+    let r = run(
+        &format!(
+            "FromDump({}, STOP true) -> c :: Counter -> Discard",
+            lan().display()
+        ),
+        RouterOptions {
+            threads: 2,
+            replicate: true,
+            ..Default::default()
+        },
+    );
+    assert_eq!(read(&r, "c.count"), 62_781);
+}
+
+#[test]
+fn pull_mode_todump_drains_a_queue() {
+    let out = tmp("pulled.pcap");
+    let r = run(
+        &format!(
+            "FromDump({}, STOP true, END_AFTER 30s) -> q :: Queue(100000); q -> t :: ToDump({})",
+            lan().display(),
+            out.display()
+        ),
+        RouterOptions::default(),
+    );
+    let written = read(&r, "t.count");
+    let queued = read(&r, "q.length");
+    drop(r);
+    assert_eq!(records(&out).len() as u64, written);
+    let all = records(&lan());
+    let expect = all
+        .iter()
+        .filter(|x| x.0 < all[0].0 + 30_000_000_000)
+        .count() as u64;
+    assert_eq!(written + queued, expect);
+}

@@ -140,7 +140,7 @@ fn zero_length_and_oversized_records_are_handled() {
         f.extend_from_slice(&0u32.to_le_bytes());
         f.extend_from_slice(&len.to_le_bytes());
         f.extend_from_slice(&len.to_le_bytes());
-        f.extend(std::iter::repeat(fill).take(len as usize));
+        f.extend(std::iter::repeat_n(fill, len as usize));
     }
     let p = tmp("odd.pcap");
     std::fs::write(&p, &f).unwrap();

@@ -268,3 +268,31 @@ fn pull_paths_cannot_cross_threads() {
     .unwrap();
     assert!(e.contains("'q2' is pulled from threads 0 and 1"), "{e}");
 }
+
+#[test]
+fn rated_source_paces_packets() {
+    let t = std::time::Instant::now();
+    let r = run(
+        "RatedSource(RATE 1000, LIMIT 200, STOP true) -> c :: Counter -> Discard;",
+        RouterOptions::default(),
+    );
+    let el = t.elapsed().as_secs_f64();
+    assert_eq!(read(&r, "c.count"), "200");
+    assert!(
+        (0.15..2.0).contains(&el),
+        "200 packets at 1000/s took {el} s"
+    );
+}
+
+#[test]
+fn simulated_time_jumps_between_timers() {
+    let t = std::time::Instant::now();
+    let r = run(
+        "RatedSource(RATE 10, LIMIT 50, STOP true) -> a :: Counter -> Discard; TimedSource(1s, LIMIT 3) -> b :: Counter -> Discard;",
+        RouterOptions { simtime: Some(1_000_000_000), ..Default::default() },
+    );
+    // 50 packets at 10/s take 4.9 simulated seconds: TimedSource fires 3 times.
+    assert_eq!(read(&r, "a.count"), "50");
+    assert_eq!(read(&r, "b.count"), "3");
+    assert!(t.elapsed().as_secs_f64() < 2.0);
+}

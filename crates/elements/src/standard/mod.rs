@@ -6,7 +6,9 @@ pub mod idle;
 pub mod infinitesource;
 pub mod null;
 pub mod queue;
+pub mod ratedsource;
 pub mod tee;
+pub mod timedsource;
 pub mod unqueue;
 
 use linerate_runtime::ElementClass;
@@ -19,6 +21,8 @@ pub const CLASSES: &[ElementClass] = &[
     infinitesource::CLASS,
     null::CLASS,
     queue::CLASS,
+    ratedsource::CLASS,
     tee::CLASS,
+    timedsource::CLASS,
     unqueue::CLASS,
 ];

@@ -15,6 +15,8 @@
 //! Port counts and push/pull agreement are checked later by the runtime,
 //! using the [`Location`] kept with every element and connection.
 
+#![warn(missing_docs)]
+
 mod diag;
 mod expand;
 mod flatten;

@@ -1156,6 +1156,7 @@ impl<'a> Parser<'a> {
                 let f = self.found(&t);
                 self.err_at(&t, format!("expected port number, found {f}"), None);
                 self.unlex(t);
+                self.skip_port_list();
                 break;
             }
             let t = self.lex();
@@ -1170,10 +1171,26 @@ impl<'a> Parser<'a> {
                     None,
                 );
                 self.unlex(t);
+                self.skip_port_list();
                 break;
             }
         }
         (ports, true)
+    }
+
+    /// After an error in a port list, skips to its `]` (consumed) unless a
+    /// token that ends statements comes first.
+    fn skip_port_list(&mut self) {
+        loop {
+            let t = self.lex();
+            if t.is(']') {
+                return;
+            }
+            if self.is_structural(&t) || matches!(t.kind, Tok::Char('{' | '(')) {
+                self.unlex(t);
+                return;
+            }
+        }
     }
 
     /// Parses an element group after its `(`.
@@ -1706,7 +1723,9 @@ impl<'a> Parser<'a> {
         if !open.is('(') {
             let (k, f) = (self.text(kw), self.found(&open));
             self.err_at(&open, format!("expected '(' after '{k}', found {f}"), None);
-            self.unlex(open);
+            if self.is_structural(&open) {
+                self.unlex(open);
+            }
             return None;
         }
         let (config, closed) = self.lex.config(&open, &mut self.sm, &mut self.diags);
@@ -1793,12 +1812,14 @@ impl<'a> Parser<'a> {
                     let file = unquote(&w[1]);
                     self.require_library(&file, pos, len);
                 }
-                (Some(word), 1) if is_word(word) => self.requirements.push(ReqRaw {
+                (Some(word), 1) if is_word(word) && word != "package" && word != "library" => {
+                    self.requirements.push(ReqRaw {
                     kind: "capability".into(),
                     value: word.to_string(),
                     pos,
                     len,
-                }),
+                })
+                }
                 _ => self.error(
                     pos,
                     len,

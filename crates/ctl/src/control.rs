@@ -107,12 +107,18 @@ pub(crate) struct Control {
 }
 
 impl Control {
+    /// A control for `handle`. Before the router runs, every element's
+    /// handler list is read at once: only then does the runtime report the
+    /// counter and gauge flags (a running router lists just read and write).
     pub(crate) fn new(handle: RouterHandle, globals: Arc<Globals>) -> Control {
         let n = handle.elements().len();
+        let specs = (0..n)
+            .map(|e| (!handle.running()).then(|| Arc::from(handle.handlers_of(e))))
+            .collect();
         Control {
             handle,
             globals,
-            specs: Mutex::new(vec![None; n]),
+            specs: Mutex::new(specs),
         }
     }
 

@@ -3,7 +3,8 @@
 //! Routes:
 //! - `GET /handlers`: every element with its handlers, and the global ones.
 //! - `GET /handlers/ELEMENT/HANDLER`, `GET /read/ELEMENT.HANDLER`: a value,
-//!   as `{"handler": "c.count", "value": "1000"}`; `/handlers/HANDLER` and
+//!   as `{"handler": "c.count", "value": "1000\n"}` (the value exactly as the
+//!   handler gives it, trailing newline included); `/handlers/HANDLER` and
 //!   `/read/HANDLER` read a global handler.
 //! - `POST` or `PUT` to `/handlers/ELEMENT/HANDLER` or
 //!   `/write/ELEMENT.HANDLER`: write the request body to the handler.

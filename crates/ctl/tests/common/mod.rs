@@ -12,17 +12,19 @@ use std::sync::{mpsc, Arc};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-/// A router running in its own thread; dropping it stops the router.
+/// A router in its own thread; dropping it stops the router.
 pub struct Running {
     pub handle: RouterHandle,
     pub flat: String,
+    go: Option<mpsc::Sender<()>>,
     thread: Option<JoinHandle<()>>,
 }
 
 impl Running {
-    /// Build `config` and run it in a thread.
-    pub fn start(config: &str) -> Running {
+    /// Build `config` in a thread that waits for [`Running::go`] to run it.
+    pub fn build(config: &str) -> Running {
         let (tx, rx) = mpsc::channel();
+        let (go_tx, go_rx) = mpsc::channel::<()>();
         let text = config.to_string();
         let thread = std::thread::spawn(move || {
             let registry = linerate_elements::registry();
@@ -32,20 +34,36 @@ impl Running {
                 Router::build(&parsed, &registry, RouterOptions::default()).expect("router builds");
             tx.send((router.handle(), router.flat_config().to_string()))
                 .expect("test waits for the handle");
-            router.run();
+            if go_rx.recv().is_ok() {
+                router.run();
+            }
         });
         let (handle, flat) = rx
             .recv_timeout(Duration::from_secs(30))
-            .expect("router started");
-        assert!(
-            wait_until(Duration::from_secs(10), || handle.running()),
-            "router runs"
-        );
+            .expect("router built");
         Running {
             handle,
             flat,
+            go: Some(go_tx),
             thread: Some(thread),
         }
+    }
+
+    /// Start the run and wait until it is under way.
+    pub fn go(mut self) -> Running {
+        if let Some(go) = self.go.take() {
+            go.send(()).expect("router thread waits");
+        }
+        assert!(
+            wait_until(Duration::from_secs(10), || self.handle.running()),
+            "router runs"
+        );
+        self
+    }
+
+    /// Build `config` and run it.
+    pub fn start(config: &str) -> Running {
+        Running::build(config).go()
     }
 
     /// Wait until reading `handler` gives `value` (and a newline).
@@ -73,6 +91,8 @@ impl Running {
 
 impl Drop for Running {
     fn drop(&mut self) {
+        // Dropping `go` releases a router that never ran.
+        self.go = None;
         self.handle.stop();
         if let Some(t) = self.thread.take() {
             let _ = t.join();

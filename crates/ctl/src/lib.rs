@@ -39,6 +39,8 @@
 //! one `# HELP` and `# TYPE` line per family, every sample of a family
 //! together, label values escaped.
 
+#![warn(missing_docs)]
+
 mod client;
 mod control;
 mod http;

@@ -17,6 +17,8 @@ use crate::{Connection, ElementDecl};
 const MAX_ELEMENTS: usize = 200_000;
 /// Most connections a flattened configuration may have.
 const MAX_CONNECTIONS: usize = 1_000_000;
+/// Most tunnel ports visited while resolving connections.
+const WORK_BUDGET: usize = 20_000_000;
 
 enum FKind {
     Tunnel,
@@ -53,15 +55,13 @@ struct Flat<'p, 'a> {
     nin: Vec<usize>,
     nout: Vec<usize>,
     sink_src: HashMap<usize, usize>,
-    src_sink: HashMap<usize, usize>,
     outer: HashMap<usize, Outer>,
     used: HashSet<usize>,
     instantiated: HashSet<usize>,
     too_big: bool,
-    by_to: HashMap<(usize, usize), Vec<usize>>,
     by_from: HashMap<(usize, usize), Vec<usize>>,
-    memo: HashMap<(usize, usize, bool), Ends>,
-    busy: HashSet<(usize, usize, bool)>,
+    memo: HashMap<(usize, usize), Ends>,
+    budget: usize,
     reported: HashSet<(usize, usize, bool)>,
 }
 
@@ -82,15 +82,13 @@ pub(crate) fn flatten(
         nin: Vec::new(),
         nout: Vec::new(),
         sink_src: HashMap::new(),
-        src_sink: HashMap::new(),
         outer: HashMap::new(),
         used: HashSet::new(),
         instantiated: HashSet::new(),
         too_big: false,
-        by_to: HashMap::new(),
         by_from: HashMap::new(),
         memo: HashMap::new(),
-        busy: HashSet::new(),
+        budget: WORK_BUDGET,
         reported: HashSet::new(),
     };
     // Global variables: the file's defines, overridden by the command line.
@@ -193,9 +191,7 @@ impl Flat<'_, '_> {
         nout: usize,
     ) {
         self.sink_src.insert(outer, inner_in);
-        self.src_sink.insert(inner_in, outer);
         self.sink_src.insert(inner_out, outer);
-        self.src_sink.insert(outer, inner_out);
         self.outer.insert(outer, Outer { what, nin, nout });
     }
 
@@ -471,71 +467,83 @@ impl Flat<'_, '_> {
         matches!(self.elems.get(e).map(|x| &x.kind), Some(FKind::Tunnel))
     }
 
-    /// The real (output element, port) pairs behind output `p` of `e`
-    /// (`out == true`), or the real (input element, port) pairs behind
-    /// input `p` of `e` (`out == false`).
-    fn ends(&mut self, e: usize, p: usize, out: bool, c: &SConn) -> Ends {
-        if !self.is_tunnel(e) {
-            return Rc::new(vec![(e, p)]);
-        }
-        let key = (e, p, out);
-        if let Some(r) = self.memo.get(&key) {
+    /// The real (element, input port) pairs that input `p` of tunnel `t`
+    /// leads to, following compound ports and element groups. Iterative,
+    /// so long chains of groups cannot exhaust the stack; results are
+    /// memoized and the total work is bounded.
+    fn sinks(&mut self, t: usize, p: usize, c: &SConn) -> Ends {
+        if let Some(r) = self.memo.get(&(t, p)) {
             return r.clone();
         }
-        if !self.busy.insert(key) {
-            return Rc::new(Vec::new());
-        }
-        let mut result = Vec::new();
-        let limit = self
-            .outer
-            .get(&e)
-            .map(|o| (if out { o.nout } else { o.nin }, o.what.clone()));
-        match limit {
-            Some((n, what)) if p >= n => {
-                if self.reported.insert(key) {
-                    let dir = if out { "output" } else { "input" };
+        let mut out = Vec::new();
+        let mut found = HashSet::new();
+        let mut seen = HashSet::new();
+        let mut stack = vec![(t, p)];
+        while let Some((x, q)) = stack.pop() {
+            if !self.is_tunnel(x) {
+                if found.insert((x, q)) {
+                    out.push((x, q));
+                }
+                continue;
+            }
+            if !seen.insert((x, q)) {
+                continue;
+            }
+            if (x, q) != (t, p) {
+                if let Some(r) = self.memo.get(&(x, q)) {
+                    for &e in r.iter() {
+                        if found.insert(e) {
+                            out.push(e);
+                        }
+                    }
+                    continue;
+                }
+            }
+            if self.budget == 0 {
+                if !self.too_big {
+                    self.too_big = true;
                     self.p.error(
                         c.pos,
                         c.len,
-                        format!("{what} has no {dir} {p}"),
-                        Some(format!("it has {n} {dir}{}", if n == 1 { "" } else { "s" })),
+                        "configuration too large: connections through groups and compounds are too complex".into(),
+                        None,
+                    );
+                }
+                break;
+            }
+            self.budget -= 1;
+            if let Some(&w) = self.sink_src.get(&x) {
+                if let Some(list) = self.by_from.get(&(w, q)) {
+                    stack.extend(
+                        list.iter()
+                            .map(|&ci| (self.conns[ci].to, self.conns[ci].tport)),
                     );
                 }
             }
-            _ => {
-                let partner = if out {
-                    self.src_sink.get(&e)
-                } else {
-                    self.sink_src.get(&e)
-                }
-                .copied();
-                if let Some(w) = partner {
-                    let list = if out {
-                        self.by_to.get(&(w, p))
-                    } else {
-                        self.by_from.get(&(w, p))
-                    }
-                    .cloned()
-                    .unwrap_or_default();
-                    for ci in list {
-                        let cc = self.conns[ci];
-                        let sub = if out {
-                            self.ends(cc.from, cc.fport, true, &cc)
-                        } else {
-                            self.ends(cc.to, cc.tport, false, &cc)
-                        };
-                        result.extend(sub.iter().copied());
-                        if result.len() > MAX_CONNECTIONS {
-                            break;
-                        }
-                    }
+        }
+        let r = Rc::new(out);
+        self.memo.insert((t, p), r.clone());
+        r
+    }
+
+    /// Reports connections to ports that a compound instance or element
+    /// group does not have.
+    fn check_tunnel_ports(&mut self) {
+        for ci in 0..self.conns.len() {
+            let c = self.conns[ci];
+            for (e, port, out) in [(c.to, c.tport, false), (c.from, c.fport, true)] {
+                let Some(o) = self.outer.get(&e) else {
+                    continue;
+                };
+                let n = if out { o.nout } else { o.nin };
+                if port >= n && self.reported.insert((e, port, out)) {
+                    let dir = if out { "output" } else { "input" };
+                    let msg = format!("{} has no {dir} {port}", o.what);
+                    let help = format!("it has {n} {dir}{}", if n == 1 { "" } else { "s" });
+                    self.p.error(c.pos, c.len, msg, Some(help));
                 }
             }
         }
-        self.busy.remove(&key);
-        let r = Rc::new(result);
-        self.memo.insert(key, r.clone());
-        r
     }
 
     fn unused_defines(&mut self, top: &Scope) {
@@ -567,27 +575,37 @@ impl Flat<'_, '_> {
 
     fn finish(mut self) -> (Vec<ElementDecl>, Vec<Connection>) {
         for (ci, c) in self.conns.iter().enumerate() {
-            self.by_to.entry((c.to, c.tport)).or_default().push(ci);
             self.by_from.entry((c.from, c.fport)).or_default().push(ci);
         }
+        self.check_tunnel_ports();
         let mut seen = HashSet::new();
         let mut flat: Vec<(usize, usize, usize, usize, Pos)> = Vec::new();
+        // Every real path starts with a connection from a real element.
         for ci in 0..self.conns.len() {
             let c = self.conns[ci];
-            let srcs = self.ends(c.from, c.fport, true, &c);
-            let dsts = self.ends(c.to, c.tport, false, &c);
-            for &(f, fp) in srcs.iter() {
-                for &(t, tp) in dsts.iter() {
-                    if flat.len() >= MAX_CONNECTIONS {
-                        if !self.too_big {
-                            self.too_big = true;
-                            self.p.error(c.pos, c.len, format!("configuration too large: more than {MAX_CONNECTIONS} connections after flattening"), None);
-                        }
-                        break;
+            if self.is_tunnel(c.from) {
+                continue;
+            }
+            let dsts = if self.is_tunnel(c.to) {
+                self.sinks(c.to, c.tport, &c)
+            } else {
+                Rc::new(vec![(c.to, c.tport)])
+            };
+            for &(t, tp) in dsts.iter() {
+                if flat.len() >= MAX_CONNECTIONS {
+                    if !self.too_big {
+                        self.too_big = true;
+                        self.p.error(
+                            c.pos,
+                            c.len,
+                            format!("configuration too large: more than {MAX_CONNECTIONS} connections after flattening"),
+                            None,
+                        );
                     }
-                    if seen.insert((f, fp, t, tp)) {
-                        flat.push((f, fp, t, tp, c.pos));
-                    }
+                    break;
+                }
+                if seen.insert((c.from, c.fport, t, tp)) {
+                    flat.push((c.from, c.fport, t, tp, c.pos));
                 }
             }
         }

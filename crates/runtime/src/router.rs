@@ -71,6 +71,8 @@ pub struct ElementInfo {
     pub out_conns: Vec<Vec<(usize, usize)>>,
     /// Thread the element runs on (threads mode).
     pub thread: usize,
+    /// The element's handlers, generic ones first (fixed at build time).
+    pub handlers: Vec<HandlerSpec>,
 }
 
 struct Unit {
@@ -316,7 +318,7 @@ fn call_handler_raw(
             "ports" => Ok(ports_text(info, e)),
             "handlers" => {
                 let mut s = String::new();
-                for hs in GENERIC_HANDLERS.iter().chain(el.handlers()) {
+                for hs in &i.handlers {
                     let f = match (hs.flags & hflags::READ != 0, hs.flags & hflags::WRITE != 0) {
                         (true, true) => "rw",
                         (true, false) => "r",
@@ -328,20 +330,17 @@ fn call_handler_raw(
             }
             _ => el
                 .read_handler(h)
-                .ok_or_else(|| no_handler(i, h, el, hflags::READ)),
+                .ok_or_else(|| no_handler(i, h, hflags::READ)),
         },
         Some(v) => match el.write_handler(h, v) {
             Some(r) => r.map(|()| String::new()),
-            None => Err(no_handler(i, h, el, hflags::WRITE)),
+            None => Err(no_handler(i, h, hflags::WRITE)),
         },
     }
 }
 
-fn no_handler(i: &ElementInfo, h: &str, el: &dyn Element, want: u8) -> String {
-    let exists = GENERIC_HANDLERS
-        .iter()
-        .chain(el.handlers())
-        .any(|x| x.name == h);
+fn no_handler(i: &ElementInfo, h: &str, want: u8) -> String {
+    let exists = i.handlers.iter().any(|x| x.name == h);
     if exists {
         let what = if want == hflags::READ {
             "read"
@@ -539,6 +538,7 @@ impl Router {
                 in_conns: in_conns[e].clone(),
                 out_conns: out_conns[e].clone(),
                 thread: 0,
+                handlers: GENERIC_HANDLERS.to_vec(),
             })
             .collect();
         let nthreads = opts.threads.max(1);
@@ -593,6 +593,9 @@ impl Router {
             replicas.push(elems);
         }
         let mut info = info;
+        for (e, x) in replicas[0].iter().enumerate() {
+            info[e].handlers.extend_from_slice(x.handlers());
+        }
         let cap = opts.ring_capacity;
         let units = if opts.replicate {
             let shared = Arc::new(Shared::new(nthreads, true));
@@ -942,37 +945,12 @@ impl RouterHandle {
         self.shared.running.load(Ordering::Acquire)
     }
 
-    /// Handler names of element `e` with their flags.
+    /// Handlers of element `e` with their flags (empty if there is no such element).
     pub fn handlers_of(&self, e: usize) -> Vec<HandlerSpec> {
-        let mut v: Vec<HandlerSpec> = GENERIC_HANDLERS.to_vec();
-        if let Ok(units) = self.units.lock() {
-            if let Some(u) = units.iter().find(|u| u.graph.elems[e].is_some()) {
-                with_element(&u.graph, e, |el| v.extend_from_slice(el.handlers()));
-                return v;
-            }
-        }
-        // Running: ask the owning thread.
-        if let Ok(s) = self.call_elem(e, "handlers", None) {
-            for line in s.lines() {
-                if let Some((name, f)) = line.split_once('\t') {
-                    if GENERIC_HANDLERS.iter().any(|g| g.name == name) {
-                        continue;
-                    }
-                    let mut flags = 0;
-                    if f.contains('r') {
-                        flags |= hflags::READ;
-                    }
-                    if f.contains('w') {
-                        flags |= hflags::WRITE;
-                    }
-                    v.push(HandlerSpec {
-                        name: Box::leak(name.to_string().into_boxed_str()),
-                        flags,
-                    });
-                }
-            }
-        }
-        v
+        self.info
+            .get(e)
+            .map(|i| i.handlers.clone())
+            .unwrap_or_default()
     }
 
     /// Read (`value == None`) or write a handler given as `element.handler`.
@@ -991,6 +969,9 @@ impl RouterHandle {
     /// Read or write handler `h` of element index `e`. In replicated mode,
     /// reads of numbers are summed over replicas; writes go to every replica.
     pub fn call_elem(&self, e: usize, h: &str, value: Option<&str>) -> Result<String, String> {
+        if e >= self.info.len() {
+            return Err(format!("no element number {e}"));
+        }
         let mut results = Vec::new();
         {
             let units = self.units.lock().unwrap_or_else(|x| x.into_inner());

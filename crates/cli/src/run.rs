@@ -1,0 +1,392 @@
+//! Running a router from the command line: control servers, signals,
+//! progress bar, `-h` handler output and the end-of-run summary.
+
+use crate::load::{build, Source};
+use linerate_runtime::{Registry, Router, RouterOptions, RunReport};
+use std::io::IsTerminal;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Everything `linerate run` and the Click driver need to run a configuration.
+#[derive(Debug, Clone, Default)]
+pub struct RunArgs {
+    /// The configuration.
+    pub source: Option<Source>,
+    /// `X=value` variables.
+    pub vars: Vec<(String, String)>,
+    /// Handlers to read and print after the run.
+    pub handlers: Vec<String>,
+    /// Handler whose value is the exit status (Click's `-x`).
+    pub exit_handler: Option<String>,
+    /// Set up but do not run.
+    pub quit: bool,
+    /// Threads.
+    pub threads: usize,
+    /// Replicated mode.
+    pub replicate: bool,
+    /// Simulated time.
+    pub simtime: bool,
+    /// Control socket path.
+    pub ctl: Vec<PathBuf>,
+    /// Control TCP ports (127.0.0.1).
+    pub ports: Vec<u16>,
+    /// HTTP address.
+    pub http: Option<SocketAddr>,
+    /// Write the flat configuration here.
+    pub output: Option<String>,
+    /// Print the summary (not in Click mode).
+    pub summary: bool,
+    /// Print Click's `-t` timing line.
+    pub time: bool,
+    /// Print warnings.
+    pub warnings: bool,
+    /// Extra CLICKPATH directories.
+    pub clickpath: Vec<PathBuf>,
+}
+
+/// Run a configuration; returns the process exit status.
+pub fn run(args: &RunArgs, reg: &Registry) -> i32 {
+    let Some(src) = &args.source else {
+        eprintln!("linerate: no configuration given (a file, or -e 'config')");
+        return 1;
+    };
+    let opts = RouterOptions {
+        threads: args.threads.max(1),
+        replicate: args.replicate,
+        simtime: args.simtime.then_some(0),
+        ..RouterOptions::default()
+    };
+    let (config, mut router) = match build(src, &args.vars, reg, opts, &args.clickpath) {
+        Ok(x) => x,
+        Err(d) => {
+            eprint!("{d}");
+            return 1;
+        }
+    };
+    if args.warnings {
+        for w in &config.warnings {
+            eprint!("{w}");
+        }
+    }
+    let mut status = 0;
+    if let Some(out) = &args.output {
+        let text = config.to_click();
+        let r = if out == "-" {
+            Ok(print!("{text}"))
+        } else {
+            std::fs::write(out, text)
+        };
+        if let Err(e) = r {
+            eprintln!("{out}: {e}");
+            status = 1;
+        }
+    }
+    let globals = Arc::new(linerate_ctl::Globals {
+        version: env!("CARGO_PKG_VERSION").to_string(),
+        config: config.to_click(),
+        flatconfig: config.to_click(),
+        classes: reg.classes().map(|c| c.name.to_string()).collect(),
+    });
+    let mut guards_unix = Vec::new();
+    let mut guards_tcp = Vec::new();
+    let mut guard_http = None;
+    for p in &args.ctl {
+        match linerate_ctl::serve_unix(p, router.handle(), globals.clone()) {
+            Ok(g) => guards_unix.push(g),
+            Err(e) => {
+                eprintln!("linerate: control socket {}: {e}", p.display());
+                return 1;
+            }
+        }
+    }
+    for port in &args.ports {
+        match linerate_ctl::serve_tcp(
+            SocketAddr::from(([127, 0, 0, 1], *port)),
+            router.handle(),
+            globals.clone(),
+        ) {
+            Ok(g) => guards_tcp.push(g),
+            Err(e) => {
+                eprintln!("linerate: control port {port}: {e}");
+                return 1;
+            }
+        }
+    }
+    if let Some(addr) = args.http {
+        match linerate_ctl::serve_http(addr, router.handle(), globals.clone()) {
+            Ok(g) => guard_http = Some(g),
+            Err(e) => {
+                eprintln!("linerate: http {addr}: {e}");
+                return 1;
+            }
+        }
+    }
+    let report = if args.quit || config.elements.is_empty() {
+        if !args.quit && args.warnings {
+            eprintln!(
+                "{}: warning: configuration has no elements, exiting",
+                src.name()
+            );
+        }
+        None
+    } else {
+        let rusage_before = cpu_times();
+        let done = Arc::new(AtomicBool::new(false));
+        let sig = install_signals(&router);
+        let progress = (args.summary && std::io::stderr().is_terminal())
+            .then(|| spawn_progress(&router, done.clone()));
+        let rep = router.run();
+        done.store(true, Ordering::Release);
+        if let Some(p) = progress {
+            let _ = p.join();
+        }
+        drop(sig);
+        if args.time {
+            let (u, s) = cpu_times();
+            let el = rep.elapsed;
+            println!(
+                "{:.3}u {:.3}s {}:{:02}.{:02}",
+                u - rusage_before.0,
+                s - rusage_before.1,
+                el.as_secs() / 60,
+                el.as_secs() % 60,
+                el.subsec_millis() / 10
+            );
+        }
+        Some(rep)
+    };
+    drop(guard_http);
+    drop(guards_tcp);
+    drop(guards_unix);
+    if let Some(rep) = &report {
+        if args.summary {
+            eprint!("{}", summary(&router, rep));
+        }
+    }
+    if !args.handlers.is_empty() && print_handlers(&router, &args.handlers) {
+        status = 1;
+    }
+    if let Some(x) = &args.exit_handler {
+        match router.handle().call(x, None) {
+            Ok(v) => {
+                let v = v.trim();
+                status = match (v.parse::<i32>(), v) {
+                    (Ok(n), _) => n,
+                    (_, "true") => 0,
+                    (_, "false") => 1,
+                    _ => {
+                        eprintln!("exit handler value should be integer");
+                        -1
+                    }
+                }
+            }
+            Err(e) => {
+                eprintln!("{e}");
+                status = -1;
+            }
+        }
+    }
+    status
+}
+
+/// Print `-h` handlers the way Click does; returns true on any error.
+fn print_handlers(router: &Router, handlers: &[String]) -> bool {
+    let h = router.handle();
+    let print_names = handlers.len() > 1;
+    let mut err = false;
+    for name in handlers {
+        let full = if name.contains('.') {
+            name.clone()
+        } else {
+            format!(".{name}")
+        };
+        match h.call(&full, None) {
+            Ok(v) => {
+                if print_names {
+                    println!("{name}:");
+                }
+                print!("{v}");
+                if print_names {
+                    println!();
+                }
+            }
+            Err(e) => {
+                eprintln!("{e}");
+                err = true;
+            }
+        }
+    }
+    err
+}
+
+struct SignalGuard {
+    stop: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Drop for SignalGuard {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Release);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// SIGINT and SIGTERM stop the router cleanly, so files are flushed and
+/// the summary is printed (Click's behaviour).
+fn install_signals(router: &Router) -> SignalGuard {
+    let hit = Arc::new(AtomicBool::new(false));
+    for s in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        let _ = signal_hook::flag::register(s, hit.clone());
+    }
+    let stop = Arc::new(AtomicBool::new(false));
+    let (h, st) = (router.handle(), stop.clone());
+    let thread = std::thread::spawn(move || {
+        while !st.load(Ordering::Acquire) {
+            if hit.load(Ordering::Acquire) {
+                h.stop();
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    });
+    SignalGuard {
+        stop,
+        thread: Some(thread),
+    }
+}
+
+/// A progress bar over the file sources' read positions.
+fn spawn_progress(router: &Router, done: Arc<AtomicBool>) -> std::thread::JoinHandle<()> {
+    let h = router.handle();
+    let files: Vec<usize> = router
+        .elements()
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| e.class == "FromDump")
+        .map(|(i, _)| i)
+        .collect();
+    std::thread::spawn(move || {
+        if files.is_empty() {
+            return;
+        }
+        let num = |e: usize, hn: &str| {
+            h.call_elem(e, hn, None)
+                .ok()
+                .and_then(|v| v.trim().parse::<u64>().ok())
+        };
+        std::thread::sleep(Duration::from_millis(300));
+        let total: u64 = files.iter().filter_map(|&e| num(e, "filesize")).sum();
+        if total == 0 || done.load(Ordering::Acquire) {
+            return;
+        }
+        let bar = indicatif::ProgressBar::new(total);
+        bar.set_style(
+            indicatif::ProgressStyle::with_template(
+                "{bar:40} {bytes}/{total_bytes} {bytes_per_sec} eta {eta}",
+            )
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+        );
+        while !done.load(Ordering::Acquire) {
+            let pos: u64 = files.iter().filter_map(|&e| num(e, "filepos")).sum();
+            bar.set_position(pos);
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        bar.finish_and_clear();
+    })
+}
+
+fn cpu_times() -> (f64, f64) {
+    // SAFETY: getrusage writes into the zeroed struct we pass.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: valid pointer to a rusage struct.
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
+    let t = |tv: libc::timeval| tv.tv_sec as f64 + tv.tv_usec as f64 / 1e6;
+    (t(ru.ru_utime), t(ru.ru_stime))
+}
+
+fn human_bytes(b: u64) -> String {
+    let b = b as f64;
+    if b >= 1e9 {
+        format!("{:.2} GB", b / 1e9)
+    } else if b >= 1e6 {
+        format!("{:.2} MB", b / 1e6)
+    } else if b >= 1e3 {
+        format!("{:.2} kB", b / 1e3)
+    } else {
+        format!("{b} B")
+    }
+}
+
+/// The end-of-run summary: per source and sink, packets, bytes and rates;
+/// drops by element and reason; elapsed time.
+pub fn summary(router: &Router, rep: &RunReport) -> String {
+    let secs = rep.elapsed.as_secs_f64().max(1e-9);
+    let mut io: Vec<(usize, bool, u64, u64)> = Vec::new();
+    let mut drops: Vec<(usize, String, u64)> = Vec::new();
+    router.for_each_element(|i, _, e| {
+        if let Some(c) = e.io_counts() {
+            match io.iter_mut().find(|x| x.0 == i) {
+                Some(x) => {
+                    x.2 += c.packets;
+                    x.3 += c.bytes;
+                }
+                None => io.push((i, c.source, c.packets, c.bytes)),
+            }
+        }
+        for (reason, n) in e.drops() {
+            if n > 0 {
+                match drops.iter_mut().find(|x| x.0 == i && x.1 == reason) {
+                    Some(x) => x.2 += n,
+                    None => drops.push((i, reason.to_string(), n)),
+                }
+            }
+        }
+    });
+    for (i, c) in rep.counters.iter().enumerate() {
+        if c.unconnected_drops > 0 {
+            drops.push((
+                i,
+                "pushed to an unconnected output".into(),
+                c.unconnected_drops,
+            ));
+        }
+        if c.ring_drops > 0 {
+            drops.push((i, "cross-thread ring full".into(), c.ring_drops));
+        }
+    }
+    let el = router.elements();
+    let mut s = format!("linerate: ran {:.3} s\n", secs);
+    let width = io
+        .iter()
+        .map(|x| el[x.0].name.len() + el[x.0].class.len() + 3)
+        .max()
+        .unwrap_or(0);
+    for (i, src, p, b) in &io {
+        let label = format!("{} ({})", el[*i].name, el[*i].class);
+        s.push_str(&format!(
+            "  {:6} {:width$}  {:>12} packets  {:>10}  {:8.2} Mpps  {:7.2} Gbps\n",
+            if *src { "source" } else { "sink" },
+            label,
+            p,
+            human_bytes(*b),
+            *p as f64 / secs / 1e6,
+            *b as f64 * 8.0 / secs / 1e9,
+        ));
+    }
+    if drops.is_empty() {
+        s.push_str("  drops: none\n");
+    } else {
+        for (i, reason, n) in drops {
+            s.push_str(&format!(
+                "  drops  {} ({}): {} {}\n",
+                el[i].name, el[i].class, n, reason
+            ));
+        }
+    }
+    s
+}

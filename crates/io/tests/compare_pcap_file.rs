@@ -122,3 +122,28 @@ fn compare_record_loops() {
     assert_eq!(best_of("ours", open, ours), expect);
     assert_eq!(best_of("pcap-file", || map(path), |m| pcap_file(m)), expect);
 }
+
+/// The behavioural reason in the module doc: a record cut to a short snaplen (original
+/// length above the snaplen, as in any `tcpdump -s 96` capture) is an error for
+/// `pcap-file` and an ordinary record for us.
+#[test]
+fn short_snaplen_capture_is_an_error_for_pcap_file_only() {
+    let mut f = Vec::new();
+    f.extend(0xa1b2_c3d4u32.to_le_bytes());
+    f.extend(2u16.to_le_bytes());
+    f.extend(4u16.to_le_bytes());
+    f.extend([0; 8]);
+    f.extend(96u32.to_le_bytes()); // snaplen
+    f.extend(1u32.to_le_bytes());
+    for word in [1u32, 0, 96, 1500] {
+        f.extend(word.to_le_bytes());
+    }
+    f.extend([0xab; 96]);
+
+    let (rest, parser) = pcap_file::pcap::PcapParser::new(&f).expect("header");
+    assert!(parser.next_packet(rest).is_err());
+
+    let mut r = PcapReader::from_vec("short-snaplen", f).expect("header");
+    let rec = r.next_record().expect("a record").expect("no error");
+    assert_eq!((rec.data.len(), rec.orig_len), (96, 1500));
+}

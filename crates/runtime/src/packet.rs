@@ -66,6 +66,15 @@ pub(crate) struct Meta {
 }
 
 const _: () = assert!(std::mem::size_of::<Meta>() == META_SIZE);
+const _: () =
+    assert!(std::mem::offset_of!(Meta, len) == 16 && std::mem::offset_of!(Meta, cap) == 20);
+const _: () = assert!(std::mem::offset_of!(Meta, refcnt) == 32);
+const _: () =
+    assert!(std::mem::offset_of!(Meta, kind) == 36 && std::mem::offset_of!(Meta, external) == 37);
+const _: () = assert!(
+    cfg!(target_endian = "little"),
+    "init_meta packs fields for little-endian targets"
+);
 const _: () = assert!(std::mem::offset_of!(Meta, anno) == 64);
 
 struct SendPtr(*mut Meta);
@@ -184,22 +193,21 @@ unsafe fn release(cache: &mut LocalCache, m: *mut Meta) {
     unref_block(cache, m);
 }
 
-#[inline]
+/// Initialise a block's metadata in place. Fields are written one by one
+/// (not as one struct value built on the stack and copied: that copy costs
+/// store-forwarding stalls on the hot allocation path).
+#[inline(always)]
 unsafe fn init_meta(m: *mut Meta, head: *mut u8, cap: u32, headroom: usize, len: u32, kind: u8) {
-    ptr::write(
-        m,
-        Meta {
-            data: head.add(headroom),
-            head,
-            len,
-            cap,
-            owner: ptr::null_mut(),
-            refcnt: AtomicU32::new(1),
-            kind,
-            external: 0,
-            anno: Anno::EMPTY,
-        },
-    );
+    use std::ptr::addr_of_mut;
+    addr_of_mut!((*m).data).write(head.add(headroom));
+    addr_of_mut!((*m).head).write(head);
+    // `len` and `cap` are adjacent u32s, and `refcnt`, `kind`, `external`
+    // share the next 8 bytes (see the layout assertions): one 64-bit store
+    // each instead of five narrow ones.
+    (addr_of_mut!((*m).len) as *mut u64).write(len as u64 | (cap as u64) << 32);
+    addr_of_mut!((*m).owner).write(ptr::null_mut());
+    (addr_of_mut!((*m).refcnt) as *mut u64).write(1 | (kind as u64) << 32);
+    addr_of_mut!((*m).anno).write(Anno::EMPTY);
 }
 
 /// Pool statistics, for tests and the run summary.
@@ -400,6 +408,45 @@ impl Packet {
     fn make_unique(&mut self, headroom: usize, tailroom: usize) {
         let old_hr = self.headroom();
         let len = self.len();
+        // An external view or a clone does not use its own block's buffer
+        // (nothing can reference it): copy the data there, no allocation.
+        {
+            let m = self.meta();
+            let borrowed = m.external != 0 || !m.owner.is_null();
+            let hr = headroom.max(HEADROOM);
+            if borrowed && m.kind == KIND_POOL && hr + len + tailroom <= AREA {
+                let m = self.m.as_ptr();
+                // SAFETY: the block is ours; its area is unused and does not
+                // overlap the (external or owner's) data being copied.
+                unsafe {
+                    let area = (m as *mut u8).add(META_SIZE);
+                    ptr::copy_nonoverlapping((*m).data, area.add(hr), len);
+                    let delta = hr as isize - old_hr as isize;
+                    for h in [
+                        &mut (*m).anno.network_header,
+                        &mut (*m).anno.transport_header,
+                    ] {
+                        if *h != NO_HEADER {
+                            let v = *h as isize + delta;
+                            *h = if (0..NO_HEADER as isize).contains(&v) {
+                                v as u16
+                            } else {
+                                NO_HEADER
+                            };
+                        }
+                    }
+                    (*m).head = area;
+                    (*m).data = area.add(hr);
+                    (*m).cap = AREA as u32;
+                    (*m).external = 0;
+                    let owner = std::mem::replace(&mut (*m).owner, ptr::null_mut());
+                    if !owner.is_null() {
+                        with_cache(|c| unref_block(c, owner));
+                    }
+                }
+                return;
+            }
+        }
         let hr = headroom.max(if self.meta().external != 0 {
             HEADROOM
         } else {
@@ -644,6 +691,51 @@ pub(crate) fn release_all(ptrs: &[*mut Meta]) {
     });
 }
 
+/// Copy `src` to `dst`: 16-byte chunks the compiler inlines for templates of
+/// 16 to 128 bytes (no libc call on the source fast path), `memcpy` otherwise.
+///
+/// # Safety
+/// `dst` must be valid for `src.len()` bytes and not overlap `src`.
+#[inline(always)]
+unsafe fn copy_small(src: &[u8], dst: *mut u8) {
+    let n = src.len();
+    if (16..=128).contains(&n) {
+        let mut i = 0;
+        while i + 16 <= n {
+            ptr::copy_nonoverlapping(src.as_ptr().add(i), dst.add(i), 16);
+            i += 16;
+        }
+        // The tail as one 16-byte copy overlapping the last full chunk.
+        ptr::copy_nonoverlapping(src.as_ptr().add(n - 16), dst.add(n - 16), 16);
+    } else {
+        ptr::copy_nonoverlapping(src.as_ptr(), dst, n);
+    }
+}
+
+/// Allocate `n` packets that view `template` without copying it (the fast
+/// path for sources that repeat one packet); the first write to a packet
+/// copies the data into the packet's own buffer.
+///
+/// # Safety
+/// `template` must stay valid and unchanged while any of the packets may be
+/// read (see [`Packet::from_external`]): an element's own buffer qualifies.
+#[inline]
+pub unsafe fn alloc_views(template: &[u8], n: usize, ts_ns: u64, out: &mut Vec<Packet>) {
+    let len = template.len() as u32;
+    let base = template.as_ptr() as *mut u8;
+    with_cache(|c| {
+        for _ in 0..n {
+            let m = pool_get(c);
+            init_meta(m, base, len, 0, len, KIND_POOL);
+            (*m).external = 1;
+            (*m).anno.timestamp_ns = ts_ns;
+            out.push(Packet {
+                m: NonNull::new_unchecked(m),
+            });
+        }
+    });
+}
+
 /// Allocate `n` packets that are copies of `template` (fast path for sources).
 #[inline]
 pub fn alloc_copies(template: &[u8], n: usize, ts_ns: u64, out: &mut Vec<Packet>) {
@@ -664,7 +756,7 @@ pub fn alloc_copies(template: &[u8], n: usize, ts_ns: u64, out: &mut Vec<Packet>
                 let head = (m as *mut u8).add(META_SIZE);
                 init_meta(m, head, AREA as u32, HEADROOM, len as u32, KIND_POOL);
                 (*m).anno.timestamp_ns = ts_ns;
-                ptr::copy_nonoverlapping(template.as_ptr(), head.add(HEADROOM), len);
+                copy_small(template, head.add(HEADROOM));
                 out.push(Packet {
                     m: NonNull::new_unchecked(m),
                 });
@@ -742,6 +834,29 @@ mod tests {
         assert_eq!(p.network_header(), Some(&[3, 4, 5, 6][..]));
         assert_eq!(q.data(), &BYTES[..]);
         assert!(p.headroom() >= HEADROOM);
+    }
+
+    #[test]
+    fn views_are_copied_in_place_on_write() {
+        static T: [u8; 4] = [1, 2, 3, 4];
+        let mut v = Vec::new();
+        // SAFETY: static template.
+        unsafe { alloc_views(&T, 2, 7, &mut v) };
+        let before = pool_free_blocks();
+        let mut p = v.pop().unwrap();
+        assert_eq!(p.data().as_ptr(), T.as_ptr());
+        assert_eq!(p.timestamp_ns(), 7);
+        p.set_network_header(1);
+        p.push(2);
+        p.data_mut()[..2].copy_from_slice(&[8, 9]);
+        assert_eq!(p.data(), &[8, 9, 1, 2, 3, 4]);
+        assert_eq!(p.network_header_offset(), Some(3));
+        assert_eq!(pool_free_blocks(), before, "no block allocated to unshare");
+        let mut c = p.clone();
+        c.data_mut()[0] = 0;
+        assert_eq!(p.data()[0], 8);
+        assert_eq!(c.data(), &[0, 9, 1, 2, 3, 4]);
+        assert_eq!(T, [1, 2, 3, 4]);
     }
 
     #[test]

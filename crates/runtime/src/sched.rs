@@ -110,6 +110,8 @@ pub(crate) struct State {
     pub counters: Vec<ElemCounters>,
     pub handler_fn: HandlerFn,
     stop_voted: bool,
+    /// The clock as first read in the current scheduler round (0: not yet).
+    recent: std::cell::Cell<u64>,
 }
 
 /// How a thread executes a handler request on one of its elements.
@@ -118,6 +120,19 @@ pub(crate) type HandlerFn = Arc<
 >;
 
 impl State {
+    /// The clock, read at most once per scheduler round.
+    #[inline]
+    fn recent_ns(&self) -> u64 {
+        match self.recent.get() {
+            0 => {
+                let t = self.clock.now_ns();
+                self.recent.set(t);
+                t
+            }
+            t => t,
+        }
+    }
+
     pub fn new(
         nelems: usize,
         clock: Clock,
@@ -137,6 +152,7 @@ impl State {
             counters: vec![ElemCounters::default(); nelems],
             handler_fn,
             stop_voted: false,
+            recent: std::cell::Cell::new(0),
         }
     }
 }
@@ -207,6 +223,14 @@ impl<'a> Ctx<'a> {
     #[inline]
     pub fn now_ns(&self) -> u64 {
         self.s.clock.now_ns()
+    }
+
+    /// The time at the start of the current scheduler round (Click's
+    /// `Timestamp::recent()`): one clock read shared by every element that
+    /// timestamps packets in the round, at most a few microseconds old.
+    #[inline]
+    pub fn recent_ns(&self) -> u64 {
+        self.s.recent_ns()
     }
 
     /// True when running on simulated time.
@@ -368,7 +392,8 @@ fn next_timer(s: &mut State) -> Option<u64> {
 
 /// Answer the handler requests waiting in `mb` using the elements of `g`.
 pub(crate) fn serve_requests(g: &Graph, mb: &Mailbox, handler_fn: &HandlerFn) {
-    if !mb.pending.swap(false, Ordering::AcqRel) {
+    // A plain load first: the atomic swap only when a request is waiting.
+    if !mb.pending.load(Ordering::Relaxed) || !mb.pending.swap(false, Ordering::AcqRel) {
         return;
     }
     let reqs: Vec<Request> =
@@ -412,6 +437,7 @@ pub(crate) fn thread_loop(g: &Graph, s: &mut State) {
     let shared = s.shared.clone();
     while !shared.stop.load(Ordering::Acquire) {
         serve_mailbox(g, s);
+        s.recent.set(0);
         let mut work = false;
         for &t in &g.tasks {
             let mut did = false;
@@ -423,8 +449,10 @@ pub(crate) fn thread_loop(g: &Graph, s: &mut State) {
             }
         }
         work |= poll_rings(g, s);
-        let now = s.clock.now_ns();
-        work |= run_timers(g, s, now);
+        if !s.timers.is_empty() {
+            let now = s.recent_ns();
+            work |= run_timers(g, s, now);
+        }
         if work {
             idle = 0;
             continue;

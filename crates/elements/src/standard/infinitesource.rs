@@ -34,11 +34,12 @@
 //! ```
 //!
 //! # Implementation
-//! Each batch is allocated from the per-thread pool in one pass that copies
-//! the template into fresh buffers (`alloc_copies`); nothing is allocated on
-//! the heap.
+//! Packets are allocated from the per-thread pool as zero-copy views of the
+//! element's template (`alloc_views`), one batch per task run; the first
+//! element that writes to a packet gets a private copy in the packet's own
+//! buffer. Nothing is allocated on the heap.
 
-use linerate_runtime::packet::alloc_copies;
+use linerate_runtime::packet::alloc_views;
 use linerate_runtime::{Batch, ConfigureCtx, Ctx, Element, ElementClass, HandlerSpec, IoCounts};
 use std::any::Any;
 
@@ -135,9 +136,11 @@ impl InfiniteSource {
             }
             n = n.min(left as usize);
         }
-        let ts = if self.timestamp { ctx.now_ns() } else { 0 };
+        let ts = if self.timestamp { ctx.recent_ns() } else { 0 };
         let mut b = Batch::new();
-        alloc_copies(&self.data, n, ts, b.vec_mut());
+        // SAFETY: the template is owned by this element, which lives as long
+        // as the router and so longer than any packet that may be read.
+        unsafe { alloc_views(&self.data, n, ts, b.vec_mut()) };
         self.count += n as u64;
         self.bytes += (n * self.data.len()) as u64;
         Some(b)

@@ -1,1 +1,158 @@
-fn main() {}
+//! `linerate-bench`: the benchmarks behind docs/performance.md.
+//!
+//! `linerate-bench core [--runs N] [--traces DIR] [--quick]` runs the core
+//! framework benchmark of issue 2: each case is a separate `linerate`
+//! process (start-up included), timed from spawn to exit, repeated N times
+//! (default 5); the table reports the median, min and max. The traces are
+//! generated with `gentrace` on first use and kept in DIR (default
+//! `bench/traces`, ignored by git). Run it through `bench/run-core.sh`,
+//! which builds the release binaries first.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Instant;
+
+struct Case {
+    name: String,
+    packets: u64,
+    cmd: Vec<String>,
+}
+
+fn bin_dir() -> PathBuf {
+    std::env::current_exe()
+        .ok()
+        .and_then(|p| p.parent().map(Path::to_path_buf))
+        .unwrap_or_else(|| PathBuf::from("target/release"))
+}
+
+fn run_once(cmd: &[String]) -> f64 {
+    let t = Instant::now();
+    let st = Command::new(&cmd[0])
+        .args(&cmd[1..])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status();
+    let el = t.elapsed().as_secs_f64();
+    match st {
+        Ok(s) if s.success() => el,
+        Ok(s) => panic!("{:?} failed: {s}", cmd),
+        Err(e) => panic!("{:?}: {e}", cmd),
+    }
+}
+
+fn stats(mut v: Vec<f64>) -> (f64, f64, f64) {
+    v.sort_by(|a, b| a.total_cmp(b));
+    let med = if v.len() % 2 == 1 {
+        v[v.len() / 2]
+    } else {
+        (v[v.len() / 2 - 1] + v[v.len() / 2]) / 2.0
+    };
+    (med, v[0], v[v.len() - 1])
+}
+
+fn ensure_trace(dir: &Path, kind: &str, file: &str) -> PathBuf {
+    let p = dir.join(file);
+    if !p.exists() {
+        std::fs::create_dir_all(dir).expect("create trace dir");
+        eprintln!("generating {} ...", p.display());
+        let st = Command::new(bin_dir().join("gentrace"))
+            .arg(kind)
+            .arg(&p)
+            .status()
+            .expect("run gentrace");
+        assert!(st.success(), "gentrace {kind} failed");
+    }
+    p
+}
+
+fn lr(expr: &str, extra: &[&str]) -> Vec<String> {
+    let mut v = vec![
+        bin_dir().join("linerate").display().to_string(),
+        "run".into(),
+        "--no-summary".into(),
+    ];
+    v.extend(extra.iter().map(|s| s.to_string()));
+    v.push("-e".into());
+    v.push(expr.into());
+    v
+}
+
+fn chain(n: usize) -> String {
+    "-> Null ".repeat(n)
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.first().map(String::as_str) != Some("core") {
+        eprintln!("usage: linerate-bench core [--runs N] [--traces DIR] [--quick]");
+        std::process::exit(2);
+    }
+    let mut runs = 5;
+    let mut traces = PathBuf::from("bench/traces");
+    let mut quick = false;
+    let mut i = 1;
+    while i < args.len() {
+        match args[i].as_str() {
+            "--runs" => {
+                i += 1;
+                runs = args[i].parse().expect("--runs N");
+            }
+            "--traces" => {
+                i += 1;
+                traces = PathBuf::from(&args[i]);
+            }
+            "--quick" => quick = true,
+            o => panic!("unknown option {o}"),
+        }
+        i += 1;
+    }
+    let big = if quick {
+        ensure_trace(&traces, "small", "small-2m.pcap")
+    } else {
+        ensure_trace(&traces, "small20m", "small-20m.pcap")
+    };
+    let big_n: u64 = if quick { 2_000_000 } else { 20_000_000 };
+    let large = ensure_trace(&traces, "large", "large-500k.pcap");
+    let b = big.display().to_string();
+    let l = large.display().to_string();
+    let gen_n: u64 = if quick { 20_000_000 } else { 100_000_000 };
+    let cases = vec![
+        Case { name: format!("pcap_floor (mmap, touch each record) {}", big.file_name().unwrap().to_string_lossy()), packets: big_n, cmd: vec![bin_dir().join("pcap_floor").display().to_string(), b.clone()] },
+        Case { name: "FromDump(T, STOP true) -> Discard".into(), packets: big_n, cmd: lr(&format!("FromDump({b}, STOP true) -> Discard"), &[]) },
+        Case { name: "FromDump(1500 B trace) -> Discard".into(), packets: 500_000, cmd: lr(&format!("FromDump({l}, STOP true) -> Discard"), &[]) },
+        Case { name: format!("InfiniteSource(LENGTH 64, LIMIT {gen_n}) -> Discard"), packets: gen_n, cmd: lr(&format!("InfiniteSource(LENGTH 64, LIMIT {gen_n}, STOP true) -> Discard"), &[]) },
+        Case { name: "InfiniteSource(TIMESTAMP false) -> Null x1 -> Discard".into(), packets: gen_n, cmd: lr(&format!("InfiniteSource(LENGTH 64, LIMIT {gen_n}, STOP true, TIMESTAMP false) {}-> Discard", chain(1)), &[]) },
+        Case { name: "InfiniteSource(TIMESTAMP false) -> Null x10 -> Discard".into(), packets: gen_n, cmd: lr(&format!("InfiniteSource(LENGTH 64, LIMIT {gen_n}, STOP true, TIMESTAMP false) {}-> Discard", chain(10)), &[]) },
+        Case { name: "per-packet workload, 1 thread".into(), packets: gen_n / 2, cmd: lr(&format!("InfiniteSource(LENGTH 64, LIMIT {}, STOP true) -> Counter -> Counter -> Counter -> Counter -> Discard", gen_n / 2), &[]) },
+        Case { name: "per-packet workload, 2 threads replicated".into(), packets: gen_n / 2, cmd: lr(&format!("InfiniteSource(LENGTH 64, LIMIT {}, STOP true) -> Counter -> Counter -> Counter -> Counter -> Discard", gen_n / 2), &["--threads", "2", "--replicate"]) },
+    ];
+    println!("| case | packets | median s | min s | max s | median Mpps |");
+    println!("|---|---:|---:|---:|---:|---:|");
+    let mut medians = Vec::new();
+    for c in &cases {
+        run_once(&c.cmd); // warm the page cache and the binary
+        let v: Vec<f64> = (0..runs).map(|_| run_once(&c.cmd)).collect();
+        let (med, min, max) = stats(v);
+        println!(
+            "| {} | {} | {:.3} | {:.3} | {:.3} | {:.1} |",
+            c.name,
+            c.packets,
+            med,
+            min,
+            max,
+            c.packets as f64 / med / 1e6
+        );
+        medians.push(c.packets as f64 / med / 1e6);
+    }
+    println!();
+    println!(
+        "FromDump vs floor: {:.1} % of the floor's rate",
+        medians[1] / medians[0] * 100.0
+    );
+    let per_elem_ns = (1e3 / medians[5] - 1e3 / medians[4]) / 9.0;
+    println!("per-element cost (10 Nulls - 1 Null) / 9: {per_elem_ns:.2} ns/packet");
+    println!(
+        "replicated speed-up, 2 threads: {:.2}x",
+        medians[7] / medians[6]
+    );
+}

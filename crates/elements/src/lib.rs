@@ -47,14 +47,21 @@ pub fn reference_markdown(registry: &Registry) -> String {
          `linerate elements --markdown`; do not edit by hand.\n\n",
     );
     for c in registry.classes() {
+        // Element docs use top-level headings; nest them under the class.
+        let mut in_code = false;
+        let mut doc = String::new();
+        for l in c.doc.trim_end().lines() {
+            in_code ^= l.starts_with("```");
+            if !in_code && l.starts_with('#') {
+                doc.push_str("###");
+            }
+            doc.push_str(l);
+            doc.push('\n');
+        }
         s.push_str(&format!(
             "## {}\n\nPorts: `{}`, processing `{}`.\n\n{}\n",
-            c.name,
-            c.port_count,
-            c.processing,
-            c.doc.trim_end()
+            c.name, c.port_count, c.processing, doc
         ));
-        s.push('\n');
     }
     s
 }

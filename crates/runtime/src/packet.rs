@@ -691,6 +691,41 @@ pub(crate) fn release_all(ptrs: &[*mut Meta]) {
     });
 }
 
+/// The calling thread's packet pool, borrowed for a batch of allocations
+/// (one thread-local access per batch instead of one per packet).
+pub struct Pool<'a> {
+    cache: &'a mut LocalCache,
+}
+
+impl Pool<'_> {
+    /// A zero-copy view of `data` with timestamp `ts_ns` (see
+    /// [`Packet::from_external`]).
+    ///
+    /// # Safety
+    /// As for [`Packet::from_external`].
+    #[inline(always)]
+    pub unsafe fn view(&mut self, data: &[u8], ts_ns: u64) -> Packet {
+        let m = pool_get(self.cache);
+        let len = data.len() as u32;
+        init_meta(m, data.as_ptr() as *mut u8, len, 0, len, KIND_POOL);
+        (*m).external = 1;
+        (*m).anno.timestamp_ns = ts_ns;
+        Packet {
+            m: NonNull::new_unchecked(m),
+        }
+    }
+}
+
+/// Run `f` with the calling thread's pool.
+///
+/// # Safety
+/// `f` must not allocate, clone or drop packets except through the [`Pool`]
+/// it is given (the pool is borrowed exclusively for the duration).
+#[inline]
+pub unsafe fn with_pool<R>(f: impl FnOnce(&mut Pool<'_>) -> R) -> R {
+    with_cache(|cache| f(&mut Pool { cache }))
+}
+
 /// Copy `src` to `dst`: 16-byte chunks the compiler inlines for templates of
 /// 16 to 128 bytes (no libc call on the source fast path), `memcpy` otherwise.
 ///

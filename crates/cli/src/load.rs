@@ -4,6 +4,11 @@
 use linerate_lang::{parse_file, parse_str, Config, Diagnostics, ParseOptions};
 use linerate_runtime::{Registry, Router, RouterOptions};
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+/// The configuration read from standard input, kept for diagnostics found
+/// after parsing (standard input cannot be read twice).
+static STDIN_TEXT: OnceLock<String> = OnceLock::new();
 
 /// Where the configuration text comes from.
 #[derive(Debug, Clone)]
@@ -41,7 +46,7 @@ pub fn parse(
             let mut text = String::new();
             std::io::Read::read_to_string(&mut std::io::stdin(), &mut text)
                 .map_err(|e| io_diag("<stdin>", e))?;
-            parse_str(&text, "<stdin>", &opts)
+            parse_str(STDIN_TEXT.get_or_init(|| text), "<stdin>", &opts)
         }
         Source::File(p) => parse_file(p, &opts),
         Source::Expr(e) => parse_str(e, "<expr>", &opts),
@@ -76,6 +81,8 @@ pub fn with_snippets(mut d: Diagnostics, src: &Source) -> Diagnostics {
         }
         let text = if &*x.loc.file == "<expr>" {
             expr_text.clone()
+        } else if &*x.loc.file == "<stdin>" {
+            STDIN_TEXT.get().cloned()
         } else {
             std::fs::read_to_string(Path::new(&*x.loc.file)).ok()
         };

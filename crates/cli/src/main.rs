@@ -123,11 +123,14 @@ enum Cmd {
     },
 }
 
+/// `X=value` command-line variables.
+type Vars = Vec<(String, String)>;
+
 fn source_and_vars(
     words: &[String],
     expr: Option<String>,
     file: Option<PathBuf>,
-) -> Result<(Option<Source>, Vec<(String, String)>), String> {
+) -> Result<(Option<Source>, Vars), String> {
     let mut src = match (expr, file) {
         (Some(_), Some(_)) => return Err("router configuration specified twice".into()),
         (Some(e), None) => Some(Source::Expr(e)),
@@ -294,5 +297,6 @@ fn main() -> ExitCode {
         }
         Cmd::Click { args } => click::main(&args),
     };
-    ExitCode::from(status.clamp(0, 255) as u8)
+    // exit(2) keeps the low 8 bits: Click's -1 (a failed `-x` handler) is 255.
+    ExitCode::from(status as u8)
 }

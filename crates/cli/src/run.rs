@@ -75,7 +75,7 @@ pub fn run(args: &RunArgs, reg: &Registry) -> i32 {
     if let Some(out) = &args.output {
         let text = config.to_click();
         let r = if out == "-" {
-            Ok(print!("{text}"))
+            std::io::Write::write_all(&mut std::io::stdout().lock(), text.as_bytes())
         } else {
             std::fs::write(out, text)
         };

@@ -1,0 +1,1 @@
+Idle -> { input -> Counter -> Null -> output } -> Discard;

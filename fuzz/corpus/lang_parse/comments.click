@@ -1,0 +1,4 @@
+// line comment
+/* block
+   comment */ Idle /* inline */ -> // trailing
+Discard;

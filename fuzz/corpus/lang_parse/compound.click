@@ -1,0 +1,2 @@
+elementclass Counted { input -> c :: Counter -> output }
+Idle -> x :: Counted -> Discard;

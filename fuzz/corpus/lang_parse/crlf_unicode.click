@@ -1,0 +1,2 @@
+src :: InfiniteSource(DATA "héllo ☃", LIMIT 1);
+src -> Discard;

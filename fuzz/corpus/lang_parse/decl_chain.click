@@ -1,0 +1,3 @@
+src :: InfiniteSource(LIMIT 10, STOP true);
+c :: Counter;
+src -> c -> Discard;

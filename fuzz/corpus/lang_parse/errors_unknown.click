@@ -1,0 +1,2 @@
+x :: Nonexistent(1); Idle -> x -> Discrd;
+elementclass { ; -> [

@@ -1,0 +1,1 @@
+t :: Tee(2); a, b :: Discard; Idle -> t; t [] => a, b;

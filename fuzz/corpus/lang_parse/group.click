@@ -1,0 +1,2 @@
+Idle -> ( input -> Counter -> Null -> output ) -> Discard;
+( a :: Idle; b :: Discard; a -> b );

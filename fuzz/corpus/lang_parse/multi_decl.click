@@ -1,0 +1,1 @@
+a, b, c :: Counter; Idle -> a -> b -> c -> Discard;

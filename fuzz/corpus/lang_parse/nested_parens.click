@@ -1,0 +1,1 @@
+InfiniteSource(DATA (abc), LIMIT 3, ACTIVE true) -> Discard;

@@ -1,0 +1,2 @@
+Idle -> q :: Queue -> Counter -> Discard;
+InfiniteSource -> q2 :: Queue -> Tee -> Discard;

@@ -1,0 +1,1 @@
+a :: Idle; a :: Discard; a -> a; b -> c;

@@ -1,0 +1,2 @@
+require(library missing.click);
+Idle -> Discard;

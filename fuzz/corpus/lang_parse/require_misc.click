@@ -1,0 +1,3 @@
+require(compact_config);
+provide(thing);
+Idle -> Discard;

@@ -1,0 +1,2 @@
+require(package "linerate");
+Idle -> Discard;

@@ -1,0 +1,2 @@
+elementclass MyCounter Counter;
+Idle -> MyCounter -> Discard;

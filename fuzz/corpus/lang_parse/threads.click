@@ -1,0 +1,2 @@
+InfiniteSource(LIMIT 10) -> q :: Queue -> u :: Unqueue -> Discard;
+StaticThreadSched(u 0);

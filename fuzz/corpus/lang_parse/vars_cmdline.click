@@ -1,0 +1,2 @@
+define($X 5);
+InfiniteSource(LIMIT $X, BURST ${X}) -> Counter -> Discard;

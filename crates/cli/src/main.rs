@@ -126,6 +126,21 @@ enum Cmd {
 /// `X=value` command-line variables.
 type Vars = Vec<(String, String)>;
 
+/// Write `s` to standard output; on failure (a closed pipe, a full disk)
+/// report it and return false instead of panicking.
+pub(crate) fn write_stdout(s: &str) -> bool {
+    use std::io::Write;
+    let mut o = std::io::stdout().lock();
+    match o.write_all(s.as_bytes()).and_then(|()| o.flush()) {
+        Ok(()) => true,
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => false,
+        Err(e) => {
+            eprintln!("linerate: standard output: {e}");
+            false
+        }
+    }
+}
+
 fn source_and_vars(
     words: &[String],
     expr: Option<String>,
@@ -180,15 +195,12 @@ fn conf_cmd(o: ConfOpts, what: &str) -> i32 {
         },
         _ => match load::parse(&src, &vars, &reg, &o.clickpath) {
             Ok(c) => {
-                print!(
-                    "{}",
-                    if what == "flatten" {
-                        c.to_click()
-                    } else {
-                        c.to_dot()
-                    }
-                );
-                0
+                let text = if what == "flatten" {
+                    c.to_click()
+                } else {
+                    c.to_dot()
+                };
+                i32::from(!write_stdout(&text))
             }
             Err(d) => {
                 eprint!("{}", load::with_snippets(d, &src));
@@ -201,24 +213,20 @@ fn conf_cmd(o: ConfOpts, what: &str) -> i32 {
 fn elements_cmd(class: Option<String>, markdown: bool) -> i32 {
     let reg = linerate_elements::registry();
     if markdown {
-        print!("{}", linerate_elements::reference_markdown(&reg));
-        return 0;
+        return i32::from(!write_stdout(&linerate_elements::reference_markdown(&reg)));
     }
     match class {
         None => {
-            for c in reg.classes() {
-                println!("{}", c.name);
-            }
-            0
+            let list: String = reg.classes().map(|c| format!("{}\n", c.name)).collect();
+            i32::from(!write_stdout(&list))
         }
         Some(name) => match reg.get(&name) {
             Some(c) => {
-                println!(
-                    "{} — ports {}, processing {}\n",
-                    c.name, c.port_count, c.processing
+                let text = format!(
+                    "{} — ports {}, processing {}\n\n{}",
+                    c.name, c.port_count, c.processing, c.doc
                 );
-                print!("{}", c.doc);
-                0
+                i32::from(!write_stdout(&text))
             }
             None => {
                 eprintln!("linerate: no element class '{name}'");
@@ -285,10 +293,7 @@ fn main() -> ExitCode {
                 }
             };
             match linerate_ctl::client_call(&socket, &handler, v.as_deref()) {
-                Ok(out) => {
-                    print!("{out}");
-                    0
-                }
+                Ok(out) => i32::from(!write_stdout(&out)),
                 Err(e) => {
                     eprintln!("linerate ctl: {e}");
                     1

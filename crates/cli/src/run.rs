@@ -147,14 +147,14 @@ pub fn run(args: &RunArgs, reg: &Registry) -> i32 {
         if args.time {
             let (u, s) = cpu_times();
             let el = rep.elapsed;
-            println!(
-                "{:.3}u {:.3}s {}:{:02}.{:02}",
+            crate::write_stdout(&format!(
+                "{:.3}u {:.3}s {}:{:02}.{:02}\n",
                 u - rusage_before.0,
                 s - rusage_before.1,
                 el.as_secs() / 60,
                 el.as_secs() % 60,
                 el.subsec_millis() / 10
-            );
+            ));
         }
         Some(rep)
     };
@@ -166,7 +166,7 @@ pub fn run(args: &RunArgs, reg: &Registry) -> i32 {
             eprint!("{}", summary(&router, rep));
         }
     }
-    if !args.handlers.is_empty() && print_handlers(&router, &args.handlers) {
+    if !args.handlers.is_empty() && print_handlers(&router, &globals, &args.handlers) {
         status = 1;
     }
     if let Some(x) = &args.exit_handler {
@@ -192,25 +192,33 @@ pub fn run(args: &RunArgs, reg: &Registry) -> i32 {
     status
 }
 
-/// Print `-h` handlers the way Click does; returns true on any error.
-fn print_handlers(router: &Router, handlers: &[String]) -> bool {
+/// Print `-h` handlers the way Click does (global handlers by bare name or
+/// `.name`); returns true on any error.
+fn print_handlers(
+    router: &Router,
+    globals: &Arc<linerate_ctl::Globals>,
+    handlers: &[String],
+) -> bool {
     let h = router.handle();
     let print_names = handlers.len() > 1;
     let mut err = false;
+    let mut text = String::new();
     for name in handlers {
-        let full = if name.contains('.') {
-            name.clone()
-        } else {
-            format!(".{name}")
+        let value = match name.split_once('.') {
+            Some((el, _)) if !el.is_empty() => h.call(name, None),
+            Some((_, g)) => linerate_ctl::read_global(&h, globals.clone(), g)
+                .ok_or_else(|| format!("no '{name}' handler")),
+            None => linerate_ctl::read_global(&h, globals.clone(), name)
+                .ok_or_else(|| format!("no '{name}' handler")),
         };
-        match h.call(&full, None) {
+        match value {
             Ok(v) => {
                 if print_names {
-                    println!("{name}:");
+                    text.push_str(&format!("{name}:\n"));
                 }
-                print!("{v}");
+                text.push_str(&v);
                 if print_names {
-                    println!();
+                    text.push('\n');
                 }
             }
             Err(e) => {
@@ -219,7 +227,7 @@ fn print_handlers(router: &Router, handlers: &[String]) -> bool {
             }
         }
     }
-    err
+    !crate::write_stdout(&text) || err
 }
 
 struct SignalGuard {

@@ -355,3 +355,58 @@ fn missing_file_and_empty_configuration() {
     o.expect_code(0);
     assert!(o.stderr.contains("no elements"), "{}", o.stderr);
 }
+
+#[test]
+fn global_handlers_by_bare_name_or_dot() {
+    let o = run(&mut linerate(&[
+        "run",
+        "--no-summary",
+        "-q",
+        "-e",
+        "Idle -> d :: Discard",
+        "-h",
+        "list",
+        "-h",
+        ".classes",
+    ]));
+    assert_eq!(o.code, Some(0), "{}", o.stderr);
+    assert!(
+        o.stdout.starts_with("list:\n2\nIdle@1\nd\n\n.classes:\n"),
+        "{}",
+        o.stdout
+    );
+    assert!(o.stdout.contains("\nInfiniteSource\n"), "{}", o.stdout);
+    let o = run(&mut linerate(&[
+        "run",
+        "--no-summary",
+        "-q",
+        "-e",
+        "Idle -> Discard",
+        "-h",
+        "nonesuch",
+    ]));
+    assert_eq!(o.code, Some(1));
+    assert!(o.stderr.contains("no 'nonesuch' handler"), "{}", o.stderr);
+}
+
+#[test]
+fn closed_stdout_is_not_a_panic() {
+    use std::io::Read;
+    use std::process::Stdio;
+    let mut child = linerate(&["elements", "--markdown"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let status = child.wait().unwrap();
+    let mut err = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    assert!(!err.contains("panicked"), "{err}");
+    assert_ne!(status.code(), Some(101));
+}

@@ -97,6 +97,16 @@ pub(crate) enum Access {
     Write,
 }
 
+/// Read the global handler `name` (`version`, `list`, `classes`, `config`,
+/// `flatconfig`, `handlers`, ...), as `click -h name` does; `None` if there
+/// is no readable global handler of that name.
+pub fn read_global(handle: &RouterHandle, globals: Arc<Globals>, name: &str) -> Option<String> {
+    let readable = GLOBAL_HANDLERS
+        .iter()
+        .any(|h| h.name == name && h.flags & hflags::READ != 0);
+    readable.then(|| Control::new(handle.clone(), globals).read_global(name))
+}
+
 /// A router handle, the globals, and the handler lists learned so far.
 pub(crate) struct Control {
     handle: RouterHandle,

@@ -47,6 +47,6 @@ mod http;
 mod socket;
 
 pub use client::{client_call, Client, CtlError, Reply, Target};
-pub use control::Globals;
+pub use control::{read_global, Globals};
 pub use http::{serve_http, HttpGuard};
 pub use socket::{serve_tcp, serve_unix, ServerGuard, PROTOCOL_VERSION};

@@ -64,9 +64,19 @@ impl Env {
 pub(crate) struct ExpandLog {
     pub used: HashSet<usize>,
     pub undefined: Vec<(usize, String)>,
+    /// Variables whose value refers to themselves (left unexpanded).
+    pub cycles: Vec<(usize, String)>,
+    /// Set when the expansion outgrew [`MAX_EXPANSION`] and was cut short.
+    pub too_large: bool,
+    /// Variables being expanded right now, to detect cycles.
+    active: Vec<String>,
 }
 
 const MAX_DEPTH: usize = 10;
+
+/// Largest configuration string an expansion may produce. Without a cap,
+/// values that each repeat the previous variable grow exponentially.
+pub(crate) const MAX_EXPANSION: usize = 1 << 20;
 
 /// Substitutes variables in `config` (Click's `cp_expand`): `$name`,
 /// `${name}`, `${name-default}`, `${name[i]}` (the i-th word), and
@@ -148,6 +158,10 @@ fn expand_at(
                 };
                 out.push_str(&config[done_upto..dollar]);
                 done_upto = after;
+                if out.len() > MAX_EXPANSION || log.too_large {
+                    log.too_large = true;
+                    return out;
+                }
                 match lookup(&vname_exp, vtype, env, depth, report_at, log) {
                     Some(text) => {
                         if quote == b'"' {
@@ -242,11 +256,17 @@ fn lookup(
         }
     }
     match env.lookup(name) {
+        Some(_) if log.active.iter().any(|a| a == name) => {
+            log.cycles.push((report_at, name.to_string()));
+            None
+        }
         Some(v) => {
             if let Some(id) = v.define_id {
                 log.used.insert(id);
             }
+            log.active.push(name.to_string());
             let value = expand_at(&v.value, env, depth + 1, Some(report_at), log);
+            log.active.pop();
             Some(match index {
                 Some(i) => value.split_whitespace().nth(i).unwrap_or("").to_string(),
                 None => value,

@@ -221,6 +221,26 @@ impl Flat<'_, '_> {
         let mut log = ExpandLog::default();
         let out = expand(&self.elems[i].config, env, &mut log);
         self.used.extend(log.used.iter().copied());
+        let (epos, elen) = (self.elems[i].pos, self.elems[i].len);
+        if let Some((_, name)) = log.cycles.first() {
+            self.p.error(
+                epos,
+                elen,
+                format!("variable '${name}' refers to itself"),
+                None,
+            );
+        }
+        if log.too_large {
+            self.p.error(
+                epos,
+                elen,
+                format!(
+                    "configuration too large after variable expansion (over {} bytes)",
+                    crate::expand::MAX_EXPANSION
+                ),
+                None,
+            );
+        }
         if !log.undefined.is_empty() && !self.p.catalog.expands_own_variables(class) {
             let names = env.names();
             let mut seen = HashSet::new();

@@ -1,0 +1,1 @@
+define($a $a$a$a$a$a$a$a$a); Idle -> Queue($a) -> Discard;

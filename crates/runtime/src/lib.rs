@@ -7,7 +7,7 @@ pub mod batch;
 pub mod packet;
 
 pub use anno::Anno;
-pub use batch::{Batch, MAX_BATCH};
+pub use batch::{Batch, DEFAULT_BURST, MAX_BATCH};
 pub use packet::{Packet, HEADROOM};
 pub mod element;
 pub mod ports;

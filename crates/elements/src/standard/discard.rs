@@ -9,7 +9,7 @@
 //!
 //! # Arguments
 //! - `ACTIVE` (boolean, default true): in pull mode, whether the task pulls.
-//! - `BURST` (integer, default 32): in pull mode, packets pulled per task run.
+//! - `BURST` (integer, default 64): in pull mode, packets pulled per task run.
 //!   (Click pulls one; a burst keeps batches intact.)
 //!
 //! # Handlers
@@ -22,7 +22,9 @@
 //! FromDump(in.pcap, STOP true) -> Discard;
 //! ```
 
-use linerate_runtime::{Batch, ConfigureCtx, Ctx, Element, ElementClass, HandlerSpec, IoCounts};
+use linerate_runtime::{
+    Batch, ConfigureCtx, Ctx, Element, ElementClass, HandlerSpec, IoCounts, DEFAULT_BURST,
+};
 use std::any::Any;
 
 /// The `Discard` element class.
@@ -45,7 +47,7 @@ struct Discard {
 fn make(ctx: &ConfigureCtx<'_>) -> Result<Box<dyn Element>, Vec<String>> {
     let mut a = linerate_args::Args::new(&ctx.args);
     let active = a.read_or("ACTIVE", true);
-    let burst = a.read_or("BURST", 32usize).max(1);
+    let burst = a.read_or("BURST", DEFAULT_BURST).max(1);
     a.complete().map_err(|e| e.0)?;
     Ok(Box::new(Discard {
         count: 0,

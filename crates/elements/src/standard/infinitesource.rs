@@ -10,7 +10,7 @@
 //! # Arguments
 //! - `DATA` (string, default Click's 69-byte text): packet contents.
 //! - `LIMIT` (integer, default -1): total packets to send; -1 means no limit.
-//! - `BURST` (integer, default 32): packets per task run, sent as one batch.
+//! - `BURST` (integer, default 64): packets per task run, sent as one batch.
 //!   Click's default is 1; the packet stream is the same, only the scheduling
 //!   granularity differs.
 //! - `ACTIVE` (boolean, default true): whether the task runs.
@@ -40,7 +40,9 @@
 //! buffer. Nothing is allocated on the heap.
 
 use linerate_runtime::packet::alloc_views;
-use linerate_runtime::{Batch, ConfigureCtx, Ctx, Element, ElementClass, HandlerSpec, IoCounts};
+use linerate_runtime::{
+    Batch, ConfigureCtx, Ctx, Element, ElementClass, HandlerSpec, IoCounts, DEFAULT_BURST,
+};
 use std::any::Any;
 
 /// The `InfiniteSource` element class.
@@ -82,7 +84,7 @@ fn make(ctx: &ConfigureCtx<'_>) -> Result<Box<dyn Element>, Vec<String>> {
     let mut a = linerate_args::Args::new(&ctx.args);
     let data: Vec<u8> = a.read_p("DATA").unwrap_or_else(|| DEFAULT_DATA.to_vec());
     let mut limit: i64 = a.read_p_or("LIMIT", -1);
-    let burst: i64 = a.read_p_or("BURST", 32);
+    let burst: i64 = a.read_p_or("BURST", DEFAULT_BURST as i64);
     let active = a.read_p_or("ACTIVE", true);
     let length: Option<usize> = a.read("LENGTH");
     let datasize: Option<usize> = a.read("DATASIZE");

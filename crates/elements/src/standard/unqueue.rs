@@ -7,8 +7,8 @@
 //! One pull input, one push output. Unqueue has a task.
 //!
 //! # Arguments
-//! - `BURST` (integer, default 32): packets pulled per task run (Click's
-//!   default is 1; a burst keeps batches intact). 0 or less means 32.
+//! - `BURST` (integer, default 64): packets pulled per task run (Click's
+//!   default is 1; a burst keeps batches intact). 0 or less means 64.
 //! - `LIMIT` (integer, default -1): stop after this many packets (-1: never).
 //! - `ACTIVE` (boolean, default true): whether the task runs.
 //!
@@ -22,7 +22,7 @@
 //! InfiniteSource(LIMIT 100, STOP true) -> Queue -> Unqueue(BURST 8) -> Discard;
 //! ```
 
-use linerate_runtime::{ConfigureCtx, Ctx, Element, ElementClass, HandlerSpec};
+use linerate_runtime::{ConfigureCtx, Ctx, Element, ElementClass, HandlerSpec, DEFAULT_BURST};
 use std::any::Any;
 
 /// The `Unqueue` element class.
@@ -43,11 +43,15 @@ struct Unqueue {
 
 fn make(ctx: &ConfigureCtx<'_>) -> Result<Box<dyn Element>, Vec<String>> {
     let mut a = linerate_args::Args::new(&ctx.args);
-    let burst: i64 = a.read_p_or("BURST", 32);
+    let burst: i64 = a.read_p_or("BURST", DEFAULT_BURST as i64);
     let limit: i64 = a.read_or("LIMIT", -1);
     let active = a.read_or("ACTIVE", true);
     a.complete().map_err(|e| e.0)?;
-    let burst = if burst <= 0 { 32 } else { burst as usize };
+    let burst = if burst <= 0 {
+        DEFAULT_BURST
+    } else {
+        burst as usize
+    };
     Ok(Box::new(Unqueue {
         burst,
         limit,

@@ -23,7 +23,8 @@
 //! - `START_AFTER`, `END_AFTER` (times): relative to the first packet.
 //! - `INTERVAL` (time): stop at the first packet this long after the first
 //!   packet emitted.
-//! - `BURST` (integer, default 32): packets per batch (FastClick's argument).
+//! - `BURST` (integer, default 64): packets per batch (FastClick's argument;
+//!   FastClick's default is 32).
 //! - `MMAP` (boolean, default true): accepted for Click compatibility; files
 //!   are always memory-mapped when possible.
 //!
@@ -62,6 +63,7 @@ use linerate_io::pcap::{LinkKind, PcapReader};
 use linerate_runtime::anno::offsets;
 use linerate_runtime::{
     Batch, ConfigureCtx, Ctx, Element, ElementClass, HandlerSpec, InitCtx, IoCounts, Packet,
+    DEFAULT_BURST,
 };
 use std::any::Any;
 
@@ -118,7 +120,7 @@ fn make(ctx: &ConfigureCtx<'_>) -> Result<Box<dyn Element>, Vec<String>> {
     let start_after: Option<linerate_args::Seconds> = a.read("START_AFTER");
     let end_after: Option<linerate_args::Seconds> = a.read("END_AFTER");
     let interval: Option<linerate_args::Seconds> = a.read("INTERVAL");
-    let burst = a.read_or("BURST", 32usize).max(1);
+    let burst = a.read_or("BURST", DEFAULT_BURST).max(1);
     let _mmap: bool = a.read_or("MMAP", true);
     a.complete().map_err(|e| e.0)?;
     let mut errs = Vec::new();

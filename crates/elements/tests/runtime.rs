@@ -296,3 +296,51 @@ fn simulated_time_jumps_between_timers() {
     assert_eq!(read(&r, "b.count"), "3");
     assert!(t.elapsed().as_secs_f64() < 2.0);
 }
+
+#[test]
+fn elements_call_handlers_on_their_thread() {
+    use linerate_runtime::{Batch, ConfigureCtx, Ctx, Element, ElementClass};
+    // A test element that reads and resets a Counter's handlers each batch.
+    struct Peek {
+        seen: Vec<String>,
+    }
+    impl Element for Peek {
+        fn action(&mut self, b: Batch, ctx: &mut Ctx<'_>) -> Batch {
+            self.seen.push(ctx.call_handler("c.count", None).unwrap());
+            assert_eq!(ctx.call_handler("c.reset", Some("")).unwrap(), "");
+            assert!(ctx
+                .call_handler("p.count", None)
+                .unwrap_err()
+                .contains("own handler"));
+            assert!(ctx
+                .call_handler("zz.count", None)
+                .unwrap_err()
+                .contains("no element"));
+            b
+        }
+        fn read_handler(&self, name: &str) -> Option<String> {
+            (name == "seen").then(|| self.seen.join(","))
+        }
+        fn as_any(&self) -> &dyn std::any::Any {
+            self
+        }
+    }
+    fn make(_: &ConfigureCtx<'_>) -> Result<Box<dyn Element>, Vec<String>> {
+        Ok(Box::new(Peek { seen: vec![] }))
+    }
+    let mut reg = linerate_elements::registry();
+    reg.add(ElementClass {
+        name: "Peek",
+        port_count: "1/1",
+        processing: "a/a",
+        doc: "",
+        make,
+    });
+    let c = config(
+        &reg,
+        "InfiniteSource(LIMIT 3, BURST 1, STOP true) -> c :: Counter -> p :: Peek -> Discard;",
+    );
+    let mut r = Router::build(&c, &reg, RouterOptions::default()).unwrap();
+    r.run();
+    assert_eq!(r.handle().call("p.seen", None).unwrap(), "1\n,1\n,1\n");
+}

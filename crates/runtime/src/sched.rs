@@ -288,6 +288,37 @@ impl<'a> Ctx<'a> {
     pub fn thread(&self) -> usize {
         self.s.thread
     }
+
+    /// Read (`value == None`) or write another element's handler,
+    /// `element.handler`, from the data plane (Click's `HandlerCall`, used by
+    /// Script and DriverManager). The global write handler `stop` stops the
+    /// router. The element must run on this thread; an element cannot call
+    /// its own handlers this way (it has them at hand).
+    pub fn call_handler(&mut self, name: &str, value: Option<&str>) -> Result<String, String> {
+        if name == "stop" || name == ".stop" {
+            self.s.shared.stop.store(true, Ordering::Release);
+            return Ok(String::new());
+        }
+        let (el, h) = name
+            .rsplit_once('.')
+            .ok_or_else(|| format!("no handler '{name}'"))?;
+        let idx = self
+            .g
+            .names
+            .iter()
+            .position(|n| n == el)
+            .ok_or_else(|| format!("no element named '{el}'"))?;
+        if idx == self.me as usize {
+            return Err(format!("'{name}': an element cannot call its own handler"));
+        }
+        let cell = self.g.elems[idx]
+            .as_ref()
+            .ok_or_else(|| format!("'{el}' runs on another thread"))?;
+        let mut e = cell
+            .try_borrow_mut()
+            .map_err(|_| format!("'{el}' is busy"))?;
+        (self.s.handler_fn)(idx, &mut **e, h, value)
+    }
 }
 
 #[cold]

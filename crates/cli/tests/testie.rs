@@ -27,7 +27,7 @@ fn parse(path: &Path) -> Result<Testie, String> {
         expect_stderr: None,
     };
     let mut section: Option<(String, Vec<String>)> = None;
-    let mut flush = |sec: Option<(String, Vec<String>)>, t: &mut Testie| -> Result<(), String> {
+    let flush = |sec: Option<(String, Vec<String>)>, t: &mut Testie| -> Result<(), String> {
         let Some((head, lines)) = sec else {
             return Ok(());
         };

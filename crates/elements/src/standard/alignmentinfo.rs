@@ -47,7 +47,7 @@ fn make(ctx: &ConfigureCtx<'_>) -> Result<Box<dyn Element>, Vec<String>> {
             continue;
         }
         let nums: Vec<&str> = words.collect();
-        if nums.len() % 2 != 0 || nums.iter().any(|w| w.parse::<i64>().is_err()) {
+        if !nums.len().is_multiple_of(2) || nums.iter().any(|w| w.parse::<i64>().is_err()) {
             errs.push(format!(
                 "argument {}: expected 'ELEMENT [MODULUS OFFSET]...'",
                 i + 1

@@ -16,7 +16,6 @@
 //!
 //! # Handlers
 //! - `rate` (read/write): the rate, printed as Click prints bandwidths.
-//! - `config` (read): the rate.
 //!
 //! # Example
 //! ```click

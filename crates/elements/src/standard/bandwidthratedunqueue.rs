@@ -17,7 +17,6 @@
 //! # Handlers
 //! - `rate` (read/write): the rate, printed as Click prints bandwidths
 //!   (`8kbps`, `10Mbps`...).
-//! - `config` (read): the rate.
 //! - `active` (read/write): whether the task runs.
 //! - `count` (read): packets moved.
 //!

@@ -12,7 +12,6 @@
 //!
 //! # Handlers
 //! - `switch` (read/write): the current input; writing changes it.
-//! - `config` (read): the configuration (`INPUT`).
 //!
 //! # Example
 //! ```click
@@ -54,10 +53,7 @@ fn make(ctx: &ConfigureCtx<'_>) -> Result<Box<dyn Element>, Vec<String>> {
     }))
 }
 
-const HANDLERS: &[HandlerSpec] = &[
-    HandlerSpec::read_write("switch"),
-    HandlerSpec::read("config"),
-];
+const HANDLERS: &[HandlerSpec] = &[HandlerSpec::read_write("switch")];
 
 impl Element for PullSwitch {
     fn pull(&mut self, _port: usize, max: usize, ctx: &mut Ctx<'_>) -> Option<Batch> {
@@ -72,7 +68,7 @@ impl Element for PullSwitch {
     }
 
     fn read_handler(&self, name: &str) -> Option<String> {
-        matches!(name, "switch" | "config").then(|| self.input.to_string())
+        (name == "switch").then(|| self.input.to_string())
     }
 
     fn write_handler(&mut self, name: &str, value: &str) -> Option<Result<(), String>> {

@@ -15,7 +15,6 @@
 //!
 //! # Handlers
 //! - `rate` (read/write): the rate.
-//! - `config` (read): the rate.
 //!
 //! # Example
 //! ```click
@@ -66,7 +65,7 @@ fn make(ctx: &ConfigureCtx<'_>) -> Result<Box<dyn Element>, Vec<String>> {
     make_splitter(ctx, false)
 }
 
-const HANDLERS: &[HandlerSpec] = &[HandlerSpec::read_write("rate"), HandlerSpec::read("config")];
+const HANDLERS: &[HandlerSpec] = &[HandlerSpec::read_write("rate")];
 
 impl Element for RatedSplitter {
     fn push(&mut self, _port: usize, mut batch: Batch, ctx: &mut Ctx<'_>) {
@@ -93,7 +92,7 @@ impl Element for RatedSplitter {
     }
 
     fn read_handler(&self, name: &str) -> Option<String> {
-        matches!(name, "rate" | "config").then(|| self.conf.unparse_rate())
+        (name == "rate").then(|| self.conf.unparse_rate())
     }
 
     fn write_handler(&mut self, name: &str, value: &str) -> Option<Result<(), String>> {

@@ -14,7 +14,6 @@
 //!
 //! # Handlers
 //! - `rate` (read/write): the rate; writing keeps the burst settings.
-//! - `config` (read): the rate.
 //! - `active` (read/write): whether the task runs.
 //! - `count` (read): packets moved.
 //!
@@ -75,7 +74,6 @@ fn make(ctx: &ConfigureCtx<'_>) -> Result<Box<dyn Element>, Vec<String>> {
 
 const HANDLERS: &[HandlerSpec] = &[
     HandlerSpec::read_write("rate"),
-    HandlerSpec::read("config"),
     HandlerSpec::read_write("active"),
     HandlerSpec::counter("count"),
 ];
@@ -120,7 +118,7 @@ impl Element for RatedUnqueue {
         }
         // Bandwidth: a packet may leave while the bucket holds the
         // threshold (room for a large packet); it costs its length.
-        let thresh = super::common::BANDWIDTH_THRESH.min(self.tb_capacity());
+        let thresh = super::common::BANDWIDTH_THRESH;
         let mut out: Option<linerate_runtime::Batch> = None;
         let mut n = 0;
         while n < DEFAULT_BURST && self.tb.contains(thresh) {
@@ -154,7 +152,7 @@ impl Element for RatedUnqueue {
 
     fn read_handler(&self, name: &str) -> Option<String> {
         Some(match name {
-            "rate" | "config" => self.conf.unparse_rate(),
+            "rate" => self.conf.unparse_rate(),
             "active" => self.active.to_string(),
             "count" => self.count.to_string(),
             _ => return None,
@@ -174,11 +172,5 @@ impl Element for RatedUnqueue {
 
     fn as_any(&self) -> &dyn Any {
         self
-    }
-}
-
-impl RatedUnqueue {
-    fn tb_capacity(&self) -> u64 {
-        self.conf.capacity()
     }
 }

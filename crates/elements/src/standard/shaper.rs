@@ -11,7 +11,6 @@
 //!
 //! # Handlers
 //! - `rate` (read/write): the rate.
-//! - `config` (read): the rate.
 //!
 //! # Example
 //! ```click
@@ -59,7 +58,7 @@ fn make(ctx: &ConfigureCtx<'_>) -> Result<Box<dyn Element>, Vec<String>> {
     }))
 }
 
-const HANDLERS: &[HandlerSpec] = &[HandlerSpec::read_write("rate"), HandlerSpec::read("config")];
+const HANDLERS: &[HandlerSpec] = &[HandlerSpec::read_write("rate")];
 
 impl Element for Shaper {
     fn pull(&mut self, _port: usize, max: usize, ctx: &mut Ctx<'_>) -> Option<Batch> {
@@ -86,7 +85,7 @@ impl Element for Shaper {
     }
 
     fn read_handler(&self, name: &str) -> Option<String> {
-        matches!(name, "rate" | "config").then(|| self.tb.rate().to_string())
+        (name == "rate").then(|| self.tb.rate().to_string())
     }
 
     fn write_handler(&mut self, name: &str, value: &str) -> Option<Result<(), String>> {

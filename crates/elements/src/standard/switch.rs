@@ -12,7 +12,6 @@
 //!
 //! # Handlers
 //! - `switch` (read/write): the current output; writing changes it.
-//! - `config` (read): the configuration (`OUTPUT`).
 //!
 //! # Example
 //! ```click
@@ -62,10 +61,7 @@ fn make(ctx: &ConfigureCtx<'_>) -> Result<Box<dyn Element>, Vec<String>> {
     }))
 }
 
-const HANDLERS: &[HandlerSpec] = &[
-    HandlerSpec::read_write("switch"),
-    HandlerSpec::read("config"),
-];
+const HANDLERS: &[HandlerSpec] = &[HandlerSpec::read_write("switch")];
 
 impl Element for Switch {
     fn push(&mut self, _port: usize, batch: Batch, ctx: &mut Ctx<'_>) {
@@ -81,7 +77,7 @@ impl Element for Switch {
     }
 
     fn read_handler(&self, name: &str) -> Option<String> {
-        matches!(name, "switch" | "config").then(|| self.output.to_string())
+        (name == "switch").then(|| self.output.to_string())
     }
 
     fn write_handler(&mut self, name: &str, value: &str) -> Option<Result<(), String>> {

@@ -522,3 +522,19 @@ fn rated_elements_reject_bad_arguments() {
         assert!(build(conf, RouterOptions::default()).is_err(), "{conf}");
     }
 }
+
+#[test]
+fn count_call_handler_rearms_with_a_new_count() {
+    let r = build(
+        "Idle -> c :: Counter(COUNT_CALL 5 s.switch 1) -> s :: Switch -> Discard; s[1] -> Discard",
+        RouterOptions::default(),
+    )
+    .unwrap();
+    r.handle().call("c.count_call", Some("9")).unwrap();
+    assert_eq!(read(&r, "c.count_call"), "9 s.switch 1");
+    r.handle()
+        .call("c.byte_count_call", Some("100 s.switch 0"))
+        .unwrap();
+    assert_eq!(read(&r, "c.byte_count_call"), "100 s.switch 0");
+    assert!(r.handle().call("c.count_call", Some("x y")).is_err());
+}

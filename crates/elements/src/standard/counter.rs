@@ -22,7 +22,8 @@
 //! - `byte_rate` (read), `bit_rate` (read): the same for bytes and bits.
 //! - `reset`, `reset_counts` (write): set the counts and rates to zero and
 //!   re-arm the calls.
-//! - `count_call`, `byte_count_call` (read/write): the call arguments.
+//! - `count_call`, `byte_count_call` (read/write): the call arguments;
+//!   writing re-arms the call, and `N` alone keeps the handler and value.
 //!
 //! # Example
 //! ```click
@@ -125,6 +126,15 @@ impl Call {
             .to_string();
         let value = it.collect::<Vec<_>>().join(" ");
         Ok(Some(Call { n, handler, value }))
+    }
+
+    /// A new call written to a handler: `N` alone keeps the handler.
+    fn rewrite(old: &Option<Call>, text: &str) -> Result<Option<Call>, String> {
+        let t = text.trim();
+        if let (Ok(n), Some(o)) = (t.parse::<u64>(), old) {
+            return Ok(Some(Call { n, ..o.clone() }));
+        }
+        Call::parse(t)
     }
 
     fn unparse(c: &Option<Call>) -> String {
@@ -282,11 +292,11 @@ impl Element for Counter {
                 self.reset();
                 Ok(())
             }
-            "count_call" => Call::parse(value).map(|c| {
+            "count_call" => Call::rewrite(&self.count_call, value).map(|c| {
                 self.count_call = c;
                 self.count_fired = false;
             }),
-            "byte_count_call" => Call::parse(value).map(|c| {
+            "byte_count_call" => Call::rewrite(&self.byte_call, value).map(|c| {
                 self.byte_call = c;
                 self.byte_fired = false;
             }),

@@ -2,11 +2,15 @@
 
 pub mod counter;
 pub mod discard;
+pub mod drivermanager;
 pub mod idle;
 pub mod infinitesource;
+pub mod message;
 pub mod null;
+pub mod print;
 pub mod queue;
 pub mod ratedsource;
+pub mod script;
 pub mod tee;
 pub mod timedsource;
 pub mod unqueue;
@@ -17,11 +21,15 @@ use linerate_runtime::ElementClass;
 pub const CLASSES: &[ElementClass] = &[
     counter::CLASS,
     discard::CLASS,
+    drivermanager::CLASS,
     idle::CLASS,
     infinitesource::CLASS,
+    message::CLASS,
     null::CLASS,
+    print::CLASS,
     queue::CLASS,
     ratedsource::CLASS,
+    script::CLASS,
     tee::CLASS,
     timedsource::CLASS,
     unqueue::CLASS,

@@ -96,22 +96,58 @@ enum Target {
 
 #[derive(Clone, Debug)]
 enum Insn {
-    Initial { pending: bool },
-    WaitStep { n: u32, done: u32 },
+    Initial {
+        pending: bool,
+    },
+    WaitStep {
+        n: u32,
+        done: u32,
+    },
     WaitTime(String),
-    Print { q: bool, newline: bool, text: String },
-    Save { append: bool, text: String },
-    Read { q: bool, text: String },
-    Write { q: bool, text: String },
-    Set { q: bool, var: usize, text: String },
-    Init { q: bool, var: usize, text: String },
-    Return { q: bool, var: usize, text: String },
+    Print {
+        q: bool,
+        newline: bool,
+        text: String,
+    },
+    Save {
+        append: bool,
+        text: String,
+    },
+    Read {
+        q: bool,
+        text: String,
+    },
+    Write {
+        q: bool,
+        text: String,
+    },
+    Set {
+        q: bool,
+        var: usize,
+        text: String,
+    },
+    Init {
+        q: bool,
+        var: usize,
+        text: String,
+    },
+    Return {
+        q: bool,
+        var: usize,
+        text: String,
+    },
     Label(String),
-    Goto { target: Target, cond: String },
+    Goto {
+        target: Target,
+        cond: String,
+    },
     Exit,
     End,
     Stop,
-    Error { q: bool, msg: String },
+    Error {
+        q: bool,
+        msg: String,
+    },
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -465,7 +501,10 @@ fn arith(op: &str, args: &str, now_ns: u64) -> Result<String, String> {
             Ok(unparse_bool(if op.starts_with('n') { !v } else { v }))
         }
         "if" => {
-            let c = ws.first().and_then(|w| parse_bool(w)).ok_or("syntax error")?;
+            let c = ws
+                .first()
+                .and_then(|w| parse_bool(w))
+                .ok_or("syntax error")?;
             let pick = if c { ws.get(1) } else { ws.get(2) };
             Ok(pick.map(|s| s.to_string()).unwrap_or_default())
         }
@@ -531,7 +570,8 @@ fn sprintf(ws: &[&str]) -> Result<String, String> {
             continue;
         }
         i += 1;
-        let (mut zero, mut left, mut plus, mut space, mut alt) = (false, false, false, false, false);
+        let (mut zero, mut left, mut plus, mut space, mut alt) =
+            (false, false, false, false, false);
         while i < b.len() && b"0#- +".contains(&b[i]) {
             match b[i] {
                 b'0' => zero = true,
@@ -576,7 +616,10 @@ fn sprintf(ws: &[&str]) -> Result<String, String> {
                 continue;
             }
             b'd' | b'i' => {
-                let v = args.next().and_then(|w| parse_int(w)).ok_or("syntax error")?;
+                let v = args
+                    .next()
+                    .and_then(|w| parse_int(w))
+                    .ok_or("syntax error")?;
                 let s = if v < 0 {
                     "-"
                 } else if plus {
@@ -589,7 +632,10 @@ fn sprintf(ws: &[&str]) -> Result<String, String> {
                 (s, v.unsigned_abs().to_string())
             }
             b'u' | b'x' | b'X' | b'o' => {
-                let v = args.next().and_then(|w| parse_int(w)).ok_or("syntax error")? as u64;
+                let v = args
+                    .next()
+                    .and_then(|w| parse_int(w))
+                    .ok_or("syntax error")? as u64;
                 let s = match conv {
                     b'u' => v.to_string(),
                     b'x' => format!("{v:x}"),
@@ -811,7 +857,11 @@ impl Engine {
     }
 
     /// Read a handler with optional parameters: `HANDLER [ARGS]`.
-    fn call_read(&mut self, call: &str, env: &mut dyn Env) -> Result<Result<String, String>, Suspend> {
+    fn call_read(
+        &mut self,
+        call: &str,
+        env: &mut dyn Env,
+    ) -> Result<Result<String, String>, Suspend> {
         let (target, args) = shift_word(call);
         if let Some(h) = self.own(target) {
             return Ok(self.own_read(h, args, env));
@@ -837,7 +887,12 @@ impl Engine {
         }
     }
 
-    fn call_write(&mut self, call: &str, q: bool, env: &mut dyn Env) -> Result<Result<(), String>, Suspend> {
+    fn call_write(
+        &mut self,
+        call: &str,
+        q: bool,
+        env: &mut dyn Env,
+    ) -> Result<Result<(), String>, Suspend> {
         let (target, args) = shift_word(call);
         let value = if q { unquote(args) } else { args.to_string() };
         if let Some(h) = self.own(target) {
@@ -1097,7 +1152,13 @@ impl Engine {
         r
     }
 
-    fn print(&mut self, text: &str, q: bool, newline: bool, env: &mut dyn Env) -> Result<(), Suspend> {
+    fn print(
+        &mut self,
+        text: &str,
+        q: bool,
+        newline: bool,
+        env: &mut dyn Env,
+    ) -> Result<(), Suspend> {
         let mut text = text.trim_start();
         let mut file: Option<(String, bool)> = None;
         if let Some(rest) = text.strip_prefix('>') {
@@ -1242,7 +1303,7 @@ pub(crate) fn make_script(
     let mut gotos: Vec<(usize, String)> = Vec::new();
     let add = |eng: &mut Engine, i: Insn| {
         if eng.insns.is_empty() && !matches!(i, Insn::WaitStep { .. } | Insn::WaitTime(_)) {
-            eng.insns.push(Insn::Initial { pending: true });
+            eng.insns.push(Insn::Initial { pending: false });
         }
         eng.insns.push(i);
     };
@@ -1542,9 +1603,11 @@ impl Element for Script {
                     }
                 }
                 (Kind::Active, Some(Insn::Initial { .. })) => {
+                    eng.insns[0] = Insn::Initial { pending: true };
                     eng.step(1, StepType::Timer, &mut env);
                 }
                 (Kind::Driver, Some(Insn::Initial { .. })) => {
+                    eng.insns[0] = Insn::Initial { pending: true };
                     eng.step(1, StepType::Router, &mut env);
                 }
                 _ => {}
@@ -1593,7 +1656,9 @@ impl Element for Script {
             if eng.resume {
                 eng.resume = false;
                 eng.pos = eng.insns.len() - 1;
-                eng.report("'run' called from a handler needs other elements' handlers; not supported");
+                eng.report(
+                    "'run' called from a handler needs other elements' handlers; not supported",
+                );
             }
             return r;
         }

@@ -658,9 +658,9 @@ fn sprintf(ws: &[&str]) -> Result<String, String> {
                 let pad = width.saturating_sub(s.chars().count());
                 if left {
                     out.push_str(&s);
-                    out.extend(std::iter::repeat(' ').take(pad));
+                    out.extend(std::iter::repeat_n(' ', pad));
                 } else {
-                    out.extend(std::iter::repeat(' ').take(pad));
+                    out.extend(std::iter::repeat_n(' ', pad));
                     out.push_str(&s);
                 }
                 continue;
@@ -678,13 +678,13 @@ fn sprintf(ws: &[&str]) -> Result<String, String> {
         if left {
             out.push_str(sign);
             out.push_str(&body);
-            out.extend(std::iter::repeat(' ').take(pad));
+            out.extend(std::iter::repeat_n(' ', pad));
         } else if zero && prec.is_none() {
             out.push_str(sign);
-            out.extend(std::iter::repeat('0').take(pad));
+            out.extend(std::iter::repeat_n('0', pad));
             out.push_str(&body);
         } else {
-            out.extend(std::iter::repeat(' ').take(pad));
+            out.extend(std::iter::repeat_n(' ', pad));
             out.push_str(sign);
             out.push_str(&body);
         }

@@ -737,6 +737,12 @@ impl Engine {
 
     /// Click's `cp_expand`: substitute variables and `$(handler)` calls.
     fn expand(&mut self, s: &str, env: &mut dyn Env) -> Result<String, Suspend> {
+        self.expand_q(s, env, false)
+    }
+
+    /// [`expand`](Self::expand); with `quote`, substituted text is quoted so
+    /// that a later unquote gives it back exactly (spaces, control bytes).
+    fn expand_q(&mut self, s: &str, env: &mut dyn Env, quote: bool) -> Result<String, Suspend> {
         let b = s.as_bytes();
         let mut out = String::with_capacity(s.len());
         let mut i = 0;
@@ -765,7 +771,22 @@ impl Engine {
                 }
                 b'$' if i + 1 < b.len() => {
                     let (text, end) = self.expand_dollar(s, i, env)?;
-                    out.push_str(&text);
+                    if quote {
+                        if !in_dq {
+                            out.push('"');
+                        }
+                        for ch in text.chars() {
+                            if ch == '"' || ch == '\\' {
+                                out.push('\\');
+                            }
+                            out.push(ch);
+                        }
+                        if !in_dq {
+                            out.push('"');
+                        }
+                    } else {
+                        out.push_str(&text);
+                    }
                     i = end;
                 }
                 _ => {
@@ -808,7 +829,8 @@ impl Engine {
                     return Ok((s[i..].to_string(), b.len()));
                 }
                 let inner = self.expand(&s[i + 2..j], env)?;
-                match self.call_read(inner.trim(), env)? {
+                let (target, args) = shift_word(inner.trim());
+                match self.call_read(target, args, env)? {
                     Ok(v) => Ok((v, j + 1)),
                     Err(e) => {
                         self.report(&e);
@@ -859,14 +881,18 @@ impl Engine {
     /// Read a handler with optional parameters: `HANDLER [ARGS]`.
     fn call_read(
         &mut self,
-        call: &str,
+        target: &str,
+        args: &str,
         env: &mut dyn Env,
     ) -> Result<Result<String, String>, Suspend> {
-        let (target, args) = shift_word(call);
         if let Some(h) = self.own(target) {
             return Ok(self.own_read(h, args, env));
         }
-        let r = env.call(call, None)?;
+        let r = if args.is_empty() {
+            env.call(target, None)?
+        } else {
+            env.call(&format!("{target} {args}"), None)?
+        };
         Ok(r.map(|mut v| {
             if v.ends_with('\n') {
                 v.pop();
@@ -1032,12 +1058,7 @@ impl Engine {
                 let call = self.expand(&text, env)?;
                 let (target, args) = shift_word(&call);
                 let args = if q { unquote(args) } else { args.to_string() };
-                let full = if args.is_empty() {
-                    target.to_string()
-                } else {
-                    format!("{target} {args}")
-                };
-                match self.call_read(&full, env)? {
+                match self.call_read(target, &args, env)? {
                     Ok(v) => {
                         let shown = match self.own(target) {
                             Some(h) => format!("{}.{h}", self.name),
@@ -1178,13 +1199,9 @@ impl Engine {
             .is_some_and(|&c| c.is_ascii_alphabetic() || c == b'@' || c == b'_');
         let mut result = if is_handler {
             let call = self.expand(text, env)?;
-            let call = if q {
-                let (t, a) = shift_word(&call);
-                format!("{t} {}", unquote(a)).trim_end().to_string()
-            } else {
-                call
-            };
-            match self.call_read(&call, env)? {
+            let (t, a) = shift_word(&call);
+            let a = if q { unquote(a) } else { a.to_string() };
+            match self.call_read(t, &a, env)? {
                 Ok(v) => v,
                 Err(e) => {
                     self.report(&format!("While calling '{call}':\n  {e}"));
@@ -1192,7 +1209,7 @@ impl Engine {
                 }
             }
         } else {
-            unquote(&self.expand(text, env)?)
+            unquote(&self.expand_q(text, env, true)?)
         };
         if newline && !result.ends_with('\n') {
             result.push('\n');
@@ -1582,7 +1599,10 @@ impl Element for Script {
     }
 
     fn is_task(&self) -> bool {
-        true
+        // Active and driver scripts start from their task (and deliver
+        // deferred work there); passive and packet scripts run only when
+        // called, so they stay off the scheduler and out of thread placement.
+        matches!(self.eng.borrow().kind, Kind::Active | Kind::Driver)
     }
 
     fn run_task(&mut self, ctx: &mut Ctx<'_>) -> bool {

@@ -8,16 +8,19 @@ pub mod checklength;
 pub mod checkpaint;
 pub mod counter;
 pub mod discard;
+pub mod drivermanager;
 pub mod frontdropqueue;
 pub mod hashswitch;
 pub mod hub;
 pub mod idle;
 pub mod infinitesource;
+pub mod message;
 pub mod null;
 pub mod pad;
 pub mod paint;
 pub mod paintswitch;
 pub mod painttee;
+pub mod print;
 pub mod pullswitch;
 pub mod pulltee;
 pub mod queue;
@@ -26,6 +29,7 @@ pub mod ratedsplitter;
 pub mod ratedunqueue;
 pub mod resize;
 pub mod roundrobinswitch;
+pub mod script;
 pub mod settimestamp;
 pub mod shaper;
 pub mod simplequeue;
@@ -54,16 +58,19 @@ pub const CLASSES: &[ElementClass] = &[
     checkpaint::CLASS,
     counter::CLASS,
     discard::CLASS,
+    drivermanager::CLASS,
     frontdropqueue::CLASS,
     hashswitch::CLASS,
     hub::CLASS,
     idle::CLASS,
     infinitesource::CLASS,
+    message::CLASS,
     null::CLASS,
     pad::CLASS,
     paint::CLASS,
     paintswitch::CLASS,
     painttee::CLASS,
+    print::CLASS,
     pullswitch::CLASS,
     pulltee::CLASS,
     queue::CLASS,
@@ -72,6 +79,7 @@ pub const CLASSES: &[ElementClass] = &[
     ratedunqueue::CLASS,
     resize::CLASS,
     roundrobinswitch::CLASS,
+    script::CLASS,
     settimestamp::CLASS,
     shaper::CLASS,
     simplequeue::CLASS,

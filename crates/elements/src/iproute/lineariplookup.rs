@@ -127,7 +127,7 @@ impl RouteTable for LinearTable {
     fn lookup_route(&self, a: Ipv4Addr) -> Option<IpRoute> {
         let mut best: Option<&IpRoute> = None;
         for r in self.slots.iter().flatten() {
-            if r.contains(a) && best.map_or(true, |b| r.prefix_len > b.prefix_len) {
+            if r.contains(a) && best.is_none_or(|b| r.prefix_len > b.prefix_len) {
                 best = Some(r);
             }
         }

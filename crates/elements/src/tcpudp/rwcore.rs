@@ -122,6 +122,9 @@ pub(crate) struct Flow {
     reply_anno: u8,
     /// Time of the last packet.
     last_ns: u64,
+    /// Packet sequence number of the last packet: orders flows touched at
+    /// the same time (least recently used first).
+    touch: u64,
     live: bool,
 }
 
@@ -706,6 +709,7 @@ pub(crate) struct Rewriter {
     simtime: bool,
     last_now: u64,
     lookup_result: String,
+    touches: u64,
     drop_spec: u64,
     drop_unhandled: u64,
     drop_failures: u64,
@@ -778,6 +782,7 @@ impl Rewriter {
             simtime: false,
             last_now: 0,
             lookup_result: String::new(),
+            touches: 0,
             drop_spec: 0,
             drop_unhandled: 0,
             drop_failures: 0,
@@ -809,7 +814,7 @@ impl Rewriter {
             let victim = self
                 .table
                 .iter()
-                .min_by_key(|(_, f)| (f.guaranteed(&t, now), f.shown_expiry(&t, now)))
+                .min_by_key(|(_, f)| (f.guaranteed(&t, now), f.shown_expiry(&t, now), f.touch))
                 .map(|(i, _)| i);
             match victim {
                 Some(i) => self.destroy(i),
@@ -828,7 +833,8 @@ impl Rewriter {
 
     /// Make room for a new flow when the table is full: evict the
     /// best-effort flow that expires first, unless the new flow (`new_exp`,
-    /// `None` if guaranteed) would expire before it. False if no room.
+    /// `None` if guaranteed) would expire before it (a tie goes to the new
+    /// flow). False if no room.
     fn make_room(&mut self, now: u64, new_exp: Option<u64>) -> bool {
         if self.table.len() < self.cfg.capacity as usize {
             return true;
@@ -838,10 +844,10 @@ impl Rewriter {
             .table
             .iter()
             .filter(|(_, f)| !f.guaranteed(&t, now))
-            .min_by_key(|(_, f)| f.expiry(&t))
+            .min_by_key(|(_, f)| (f.expiry(&t), f.touch))
             .map(|(i, f)| (i, f.expiry(&t)));
         match victim {
-            Some((i, exp)) if new_exp.is_none_or_later(exp) => {
+            Some((i, exp)) if new_exp.is_none_or(|n| n >= exp) => {
                 self.destroy(i);
                 true
             }
@@ -964,6 +970,7 @@ impl Rewriter {
                     state: 0,
                     reply_anno: self.cfg.reply_anno.map_or(0, |o| p.anno().u8(o)),
                     last_ns: now,
+                    touch: 0,
                     live: true,
                 };
                 let g = flow.guarantee(&self.cfg.timeouts);
@@ -1077,6 +1084,8 @@ impl Rewriter {
         let f = &mut self.table.flows[idx];
         f.state = state;
         f.last_ns = now;
+        self.touches += 1;
+        f.touch = self.touches;
         Some(usize::from(f.outputs[dir]))
     }
 
@@ -1172,20 +1181,6 @@ impl Rewriter {
             }
             None => String::new(),
         })
-    }
-}
-
-/// `Option<u64>::is_none_or(|n| n > exp)` for Rust 1.80.
-trait NoneOrLater {
-    fn is_none_or_later(&self, exp: u64) -> bool;
-}
-
-impl NoneOrLater for Option<u64> {
-    fn is_none_or_later(&self, exp: u64) -> bool {
-        match self {
-            None => true,
-            Some(n) => *n > exp,
-        }
     }
 }
 

@@ -635,18 +635,48 @@ fn tcp_state_selects_the_timeout() {
     }
 }
 
+/// Click's `\<hex>` string syntax for a packet, for InfiniteSource and
+/// TimedSource DATA.
+fn hex(p: &[u8]) -> String {
+    let mut s = String::from("\\<");
+    for b in p {
+        s.push_str(&format!("{b:02x}"));
+    }
+    s.push('>');
+    s
+}
+
+#[test]
+fn a_new_flow_takes_over_a_reply_key_and_the_old_flow_goes() {
+    // Flow A (keep) owns reply key 2.2.2.2:2 -> 1.1.1.1:1; the pattern on
+    // input 1 maps flow B onto 1.1.1.1:1 -> 2.2.2.2:2, whose reply key is
+    // the same: A is destroyed, as in Click.
+    let fa = udp("1.1.1.1", 1, "2.2.2.2", 2, b"a", true);
+    let fb = udp("3.3.3.3", 3, "2.2.2.2", 2, b"b", true);
+    let r = run(
+        &format!(
+            "rw :: UDPRewriter(keep 0 1, pattern 1.1.1.1 1 - - 0 1);
+             TimedSource(INTERVAL 1, DATA {}, LIMIT 1) -> rw;
+             TimedSource(INTERVAL 2, DATA {}, LIMIT 1, STOP true) -> [1]rw;
+             rw[0] -> c :: Counter -> Discard; rw[1] -> Discard;",
+            hex(&fa),
+            hex(&fb)
+        ),
+        RouterOptions {
+            simtime: Some(1_000_000_000),
+            ..Default::default()
+        },
+    );
+    assert_eq!(read(&r, "c.count"), "2");
+    assert_eq!(read(&r, "rw.size"), "1");
+    assert_eq!(read(&r, "rw.nmappings"), "1");
+    assert_eq!(read(&r, "rw.patterns"), "<keep>\n1.1.1.1 1 - - [1]");
+}
+
 #[test]
 fn timeouts_reap_idle_flows_on_simulated_time() {
     // Flow A sends once; flow B every second for 30 s. With TIMEOUT 10 and
     // a 1 s reap interval, A is gone at the end and B remains.
-    let hex = |p: &[u8]| -> String {
-        let mut s = String::from("\\<");
-        for b in p {
-            s.push_str(&format!("{b:02x}"));
-        }
-        s.push('>');
-        s
-    };
     let fa = udp("10.0.0.1", 1, "20.0.0.1", 2, b"a", true);
     let fb = udp("10.0.0.2", 1, "20.0.0.1", 2, b"b", true);
     let r = run(

@@ -309,12 +309,9 @@ impl FlowTable {
         }
     }
 
-    /// Add `flow`; an existing flow owning the reply key is destroyed first
-    /// (as Click does). Returns the flow index.
+    /// Add `flow`, whose keys must not be in the table. Returns the flow
+    /// index.
     fn add(&mut self, flow: Flow) -> u32 {
-        if let Some(e) = self.find(&flow.ids[1], flow.key_proto) {
-            self.destroy(e >> 1);
-        }
         self.grow_if_needed();
         let idx = match self.free.pop() {
             Some(i) => {
@@ -979,6 +976,10 @@ impl Rewriter {
                     self.counts[port].failures += 1;
                     self.drop_failures += 1;
                     return None;
+                }
+                // A flow already owning the reply key loses it (as in Click).
+                if let Some(e) = self.table.find(&flow.ids[1], key_proto) {
+                    self.destroy(e >> 1);
                 }
                 self.counts[port].count += 1;
                 self.table.add(flow) * 2

@@ -1355,13 +1355,9 @@ pub(crate) fn read_base(
 }
 
 /// Read time keyword `kw` into `target` (nanoseconds) if present.
-pub(crate) fn read_secs(a: &mut linerate_args::Args, kw: &str, target: &mut u64) -> bool {
-    match a.read::<linerate_args::Seconds>(kw) {
-        Some(s) => {
-            *target = s.nanos;
-            true
-        }
-        None => false,
+pub(crate) fn read_secs(a: &mut linerate_args::Args, kw: &str, target: &mut u64) {
+    if let Some(s) = a.read::<linerate_args::Seconds>(kw) {
+        *target = s.nanos;
     }
 }
 

@@ -15,7 +15,9 @@ macro_rules! element_doc {
 
 pub mod ethernet;
 pub mod ip;
+pub mod iproute;
 pub mod standard;
+pub mod tcpudp;
 pub mod threads;
 pub mod userlevel;
 
@@ -34,6 +36,8 @@ pub fn classes() -> Vec<ElementClass> {
     v.extend_from_slice(standard::CLASSES);
     v.extend_from_slice(threads::CLASSES);
     v.extend_from_slice(userlevel::CLASSES);
+    v.extend_from_slice(iproute::CLASSES);
+    v.extend_from_slice(tcpudp::CLASSES);
     v
 }
 

@@ -192,6 +192,9 @@ pub struct ConfigureCtx<'a> {
     pub outputs: &'a [Processing],
     /// Replica index and count in replicated mode (`(0, 1)` otherwise).
     pub replica: (usize, usize),
+    /// Default `BURST` for sources and pulling tasks (see
+    /// `RouterOptions::default_burst`).
+    pub default_burst: usize,
 }
 
 impl ConfigureCtx<'_> {

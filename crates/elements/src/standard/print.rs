@@ -39,6 +39,9 @@
 //! ```
 //!
 //! # Implementation
+//! Under the `click` driver sources send one packet per task run, so the
+//! lines of several Prints in a chain interleave exactly as in Click; with
+//! `linerate run` (batches of 64) each Print prints a whole batch in turn.
 //! Lines for a whole batch are formatted into one reused buffer and written
 //! to standard error with one system call per batch; nothing is allocated
 //! per packet.

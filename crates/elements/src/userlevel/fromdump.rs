@@ -63,7 +63,7 @@ use linerate_io::pcap::{LinkKind, PcapReader};
 use linerate_runtime::anno::offsets;
 use linerate_runtime::{
     Batch, ConfigureCtx, Ctx, Element, ElementClass, HandlerSpec, InitCtx, IoCounts, Packet,
-    DEFAULT_BURST, MAX_BATCH,
+    MAX_BATCH,
 };
 use std::any::Any;
 
@@ -120,7 +120,7 @@ fn make(ctx: &ConfigureCtx<'_>) -> Result<Box<dyn Element>, Vec<String>> {
     let start_after: Option<linerate_args::Seconds> = a.read("START_AFTER");
     let end_after: Option<linerate_args::Seconds> = a.read("END_AFTER");
     let interval: Option<linerate_args::Seconds> = a.read("INTERVAL");
-    let burst = a.read_or("BURST", DEFAULT_BURST).max(1);
+    let burst = a.read_or("BURST", ctx.default_burst).max(1);
     let _mmap: bool = a.read_or("MMAP", true);
     a.complete().map_err(|e| e.0)?;
     let mut errs = Vec::new();

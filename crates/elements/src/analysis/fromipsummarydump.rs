@@ -753,13 +753,14 @@ impl FromIPSummaryDump {
         } else {
             (end, 0)
         };
+        // `rem` is the byte total still to hand out (Click's work packet's
+        // length plus extra length); every packet but the last takes mlen.
+        let mut rem = len + extra;
         for i in 0..count {
             let mut q = p.clone();
             let last = i == count - 1;
-            let this_extra = if last { extra } else { mlen - len };
-            if !last {
-                extra -= mlen - len;
-            }
+            let this_extra = if last { rem - len } else { mlen - len };
+            rem -= mlen.min(rem);
             let total = (len + this_extra).min(0xffff) as u16;
             {
                 let d = q.data_mut();

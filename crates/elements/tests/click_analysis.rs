@@ -355,7 +355,8 @@ fn model_flow_count(path: &std::path::Path) -> (u64, u64) {
         over: u8,
         first: (u32, u16),
     }
-    let mut flows: HashMap<(bool, (u32, u16), (u32, u16)), F> = HashMap::new();
+    type Endpoint = (u32, u16);
+    let mut flows: HashMap<(bool, Endpoint, Endpoint), F> = HashMap::new();
     let (mut nflows, mut npackets) = (0u64, 0u64);
     let mut r = PcapReader::open(path).unwrap();
     while let Some(rec) = r.next_record() {

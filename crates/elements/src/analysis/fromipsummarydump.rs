@@ -597,7 +597,7 @@ impl FromIPSummaryDump {
             tlen = want_len.saturating_sub(hl);
         }
         let hdr_len = hl + tlen;
-        let mut ip_len = if ip_len_given { want_len } else { want_len };
+        let mut ip_len = want_len;
         if ip_len > 0xffff {
             ip_len = 0xffff;
         } else if ip_len == 0 {

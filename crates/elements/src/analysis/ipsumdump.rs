@@ -731,7 +731,7 @@ fn out_binary(f: Field, v: &V, out: &mut Vec<u8>) {
             2 => out.extend_from_slice(&(*n as u16).to_be_bytes()),
             _ => out.extend_from_slice(&n.to_be_bytes()),
         },
-        (_, _) => out.extend(std::iter::repeat(0).take(f.binary_size())),
+        (_, _) => out.extend(std::iter::repeat_n(0, f.binary_size())),
     }
 }
 

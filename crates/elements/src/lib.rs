@@ -14,7 +14,11 @@ macro_rules! element_doc {
 }
 
 pub mod analysis;
+pub mod ethernet;
+pub mod ip;
+pub mod iproute;
 pub mod standard;
+pub mod tcpudp;
 pub mod threads;
 pub mod userlevel;
 
@@ -29,9 +33,13 @@ pub(crate) fn parse_value<T: linerate_args::ArgValue>(s: &str) -> Result<T, Stri
 pub fn classes() -> Vec<ElementClass> {
     let mut v = Vec::new();
     v.extend_from_slice(analysis::CLASSES);
+    v.extend_from_slice(ethernet::CLASSES);
+    v.extend_from_slice(ip::CLASSES);
     v.extend_from_slice(standard::CLASSES);
     v.extend_from_slice(threads::CLASSES);
     v.extend_from_slice(userlevel::CLASSES);
+    v.extend_from_slice(iproute::CLASSES);
+    v.extend_from_slice(tcpudp::CLASSES);
     v
 }
 

@@ -168,6 +168,12 @@ pub trait Element: Send + 'static {
         Vec::new()
     }
 
+    /// True for a driver script (DriverManager): while one exists, elements'
+    /// stop requests are counted for it instead of stopping the router.
+    fn manages_driver_stop(&self) -> bool {
+        false
+    }
+
     /// Downcasting support.
     fn as_any(&self) -> &dyn Any;
 }

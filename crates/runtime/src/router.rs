@@ -593,6 +593,7 @@ impl Router {
             replicas.push(elems);
         }
         let mut info = info;
+        let stop_managed = replicas[0].iter().any(|x| x.manages_driver_stop());
         for (e, x) in replicas[0].iter().enumerate() {
             info[e].handlers.extend_from_slice(x.handlers());
         }
@@ -663,6 +664,7 @@ impl Router {
             (units, shared)
         };
         let (units, shared) = units;
+        shared.stop_managed.store(stop_managed, Ordering::Release);
         let info = Arc::new(info);
         Ok(Router {
             info,

@@ -13,6 +13,7 @@ macro_rules! element_doc {
     };
 }
 
+pub mod analysis;
 pub mod ethernet;
 pub mod ip;
 pub mod iproute;
@@ -31,6 +32,7 @@ pub(crate) fn parse_value<T: linerate_args::ArgValue>(s: &str) -> Result<T, Stri
 /// Every element class in this crate.
 pub fn classes() -> Vec<ElementClass> {
     let mut v = Vec::new();
+    v.extend_from_slice(analysis::CLASSES);
     v.extend_from_slice(ethernet::CLASSES);
     v.extend_from_slice(ip::CLASSES);
     v.extend_from_slice(standard::CLASSES);

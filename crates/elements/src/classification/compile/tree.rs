@@ -11,8 +11,7 @@
 //! is exact: the first rule with a matching box (and residual) is the first
 //! rule whose expression holds, which is Click's first-match semantics.
 
-use super::expr::{Expr, PacketView, DIM_MAX, NDIMS};
-use super::expr::Atom;
+use super::expr::{Atom, Base, Dim, Expr, PacketView, DIM_MAX, NDIMS, NO_PORT};
 
 /// Most boxes one rule may expand into before it is kept whole.
 pub const MAX_TERMS: usize = 64;
@@ -103,6 +102,14 @@ fn dnf(e: &Expr, neg: bool) -> Option<Vec<Conj>> {
             } else {
                 vec![c]
             }
+        }
+        // "First fragment": under the tree's precondition (see
+        // `PacketView::key`), exactly "source port dimension is a port".
+        Expr::Atom(Atom::Field { base: Base::Ip, off: 4, shift: 0, mask: 0x1FFF, lo: 0, hi: 0 }) => {
+            let r = vec![(0, NO_PORT - 1)];
+            let mut c = Conj::all();
+            c.dims[Dim::Sport as usize] = if neg { complement(&r, NO_PORT) } else { r };
+            vec![c]
         }
         Expr::Atom(a) => {
             let mut c = Conj::all();

@@ -98,7 +98,10 @@ fn rules(n: usize, flows: &[Flow]) -> Vec<String> {
             1 => {
                 let w = rng.below(4096) as u16;
                 let lo = port.saturating_sub(w / 2);
-                parts.push(format!("dst port >= {lo} && dst port <= {}", lo.saturating_add(w)));
+                parts.push(format!(
+                    "dst port >= {lo} && dst port <= {}",
+                    lo.saturating_add(w)
+                ));
             }
             _ => {}
         }

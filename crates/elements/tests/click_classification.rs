@@ -10,7 +10,11 @@ use linerate_runtime::{Registry, Router, RouterOptions};
 use proptest::prelude::*;
 
 fn config(reg: &Registry, text: &str) -> Config {
-    let opts = ParseOptions { vars: vec![], catalog: reg, clickpath: vec![] };
+    let opts = ParseOptions {
+        vars: vec![],
+        catalog: reg,
+        clickpath: vec![],
+    };
     parse_str(text, "test.click", &opts).unwrap_or_else(|e| panic!("parse error: {e}"))
 }
 
@@ -21,7 +25,10 @@ fn build(text: &str) -> Result<Router, String> {
 }
 
 fn read(r: &Router, h: &str) -> String {
-    let v = r.handle().call(h, None).unwrap_or_else(|e| panic!("{h}: {e}"));
+    let v = r
+        .handle()
+        .call(h, None)
+        .unwrap_or_else(|e| panic!("{h}: {e}"));
     v.trim_end().to_string()
 }
 
@@ -68,7 +75,11 @@ fn classify(patterns: &[&str], pkt: &[u8]) -> Option<usize> {
         .collect();
     let v = PacketView::ip(pkt);
     let lin = linear_match(&exprs, &v);
-    assert_eq!(Classifier::new(exprs).lookup(&v), lin, "compiled vs linear on {patterns:?}");
+    assert_eq!(
+        Classifier::new(exprs).lookup(&v),
+        lin,
+        "compiled vs linear on {patterns:?}"
+    );
     lin
 }
 
@@ -140,7 +151,10 @@ fn ip_fields_fragments_and_icmp() {
     assert!(!matches("icmp type echo-reply", &e) && matches("icmp type != 0", &e));
     assert!(!matches("icmp type != 0", &p));
     echo[0] = 0;
-    assert!(matches("icmp type echo-reply", &ip(A, B, 1, 0, 64, 0, &echo)));
+    assert!(matches(
+        "icmp type echo-reply",
+        &ip(A, B, 1, 0, 64, 0, &echo)
+    ));
 }
 
 #[test]
@@ -153,7 +167,10 @@ fn connectives_constants_and_first_match() {
     assert!(matches("true", &p) && !matches("false", &p));
     assert!(matches("-", &p) && matches("any", &p) && matches("all", &p));
     assert!(matches("not not tcp", &p));
-    assert_eq!(classify(&["udp", "src host 10.0.0.1", "tcp", "-"], &p), Some(1));
+    assert_eq!(
+        classify(&["udp", "src host 10.0.0.1", "tcp", "-"], &p),
+        Some(1)
+    );
     assert_eq!(classify(&["udp", "icmp"], &p), None);
     // Short packets match nothing that reads missing bytes.
     assert!(!matches("tcp", &p[..8]));
@@ -164,32 +181,64 @@ fn connectives_constants_and_first_match() {
 fn errors_name_pattern_and_position() {
     let e = |rules: &[&str]| {
         let r: Vec<String> = rules.iter().map(|s| s.to_string()).collect();
-        let x = compile_ip_rules(&r, 2, true).err().unwrap_or_default().join("\n");
-        x
+        compile_ip_rules(&r, 2, true)
+            .err()
+            .unwrap_or_default()
+            .join("\n")
     };
-    assert_eq!(e(&["allow tcp", "deny (tcp"]), "pattern 1: position 9: missing ')'");
-    assert_eq!(e(&["allow src host"]), "pattern 0: position 6: IP address missing in 'host' directive");
+    assert_eq!(
+        e(&["allow tcp", "deny (tcp"]),
+        "pattern 1: position 9: missing ')'"
+    );
+    assert_eq!(
+        e(&["allow src host"]),
+        "pattern 0: position 6: IP address missing in 'host' directive"
+    );
     assert_eq!(e(&["allow port echo"]), "");
     assert_eq!(
         e(&["allow echo"]),
         "pattern 0: position 6: 'echo' is ambiguous; try 'port echo', 'icmp type echo'"
     );
-    assert_eq!(e(&["allow tcp and"]), "pattern 0: position 13: missing term");
-    assert_eq!(e(&["allow ip ttl 300"]), "pattern 0: position 6: value 300 out of range (0-255)");
-    assert_eq!(e(&["allow ip[3:2] 1"]), "pattern 0: position 8: field [3:2] does not fit in a single word");
+    assert_eq!(
+        e(&["allow tcp and"]),
+        "pattern 0: position 13: missing term"
+    );
+    assert_eq!(
+        e(&["allow ip ttl 300"]),
+        "pattern 0: position 6: value 300 out of range (0-255)"
+    );
+    assert_eq!(
+        e(&["allow ip[3:2] 1"]),
+        "pattern 0: position 8: field [3:2] does not fit in a single word"
+    );
     assert_eq!(e(&["3 tcp"]), "pattern 0: slot 3 out of range");
     assert_eq!(e(&["maybe tcp"]), "pattern 0: unknown slot ID 'maybe'");
-    assert_eq!(e(&["allow tcp udp"]), "pattern 0: position 10: transport protocol specified twice");
-    assert_eq!(e(&["allow tcp )"]), "pattern 0: position 10: garbage after expression at ')'");
+    assert_eq!(
+        e(&["allow tcp udp"]),
+        "pattern 0: position 10: transport protocol specified twice"
+    );
+    assert_eq!(
+        e(&["allow tcp )"]),
+        "pattern 0: position 10: garbage after expression at ')'"
+    );
     assert!(!e(&["allow host 1.2.3.4 > 5"]).is_empty());
-    let err = build("InfiniteSource(LIMIT 1) -> f :: IPFilter(allow tcp, drop ip ttl 999) -> Discard;")
-        .err()
-        .unwrap_or_default();
-    assert!(err.contains("pattern 1: position 5: value 999 out of range (0-255)"), "{err}");
-    let err = build("InfiniteSource(LIMIT 1) -> c :: Classifier(12/080, -); c[1] -> Discard; c[0] -> Discard;")
-        .err()
-        .unwrap_or_default();
-    assert!(err.contains("pattern 0: position 0: VALUE has an odd number of nibbles"), "{err}");
+    let err =
+        build("InfiniteSource(LIMIT 1) -> f :: IPFilter(allow tcp, drop ip ttl 999) -> Discard;")
+            .err()
+            .unwrap_or_default();
+    assert!(
+        err.contains("pattern 1: position 5: value 999 out of range (0-255)"),
+        "{err}"
+    );
+    let err = build(
+        "InfiniteSource(LIMIT 1) -> c :: Classifier(12/080, -); c[1] -> Discard; c[0] -> Discard;",
+    )
+    .err()
+    .unwrap_or_default();
+    assert!(
+        err.contains("pattern 0: position 0: VALUE has an odd number of nibbles"),
+        "{err}"
+    );
 }
 
 fn eth(payload: &[u8], src_last: u8) -> Vec<u8> {
@@ -234,7 +283,11 @@ fn ipfilter_actions_route_packets() {
     r.run();
     assert_eq!(read(&r, "c0.count"), "3");
     assert_eq!(read(&r, "c1.count"), "5");
-    assert!(read(&r, "f.program").starts_with("4 rules"), "{}", read(&r, "f.program"));
+    assert!(
+        read(&r, "f.program").starts_with("4 rules"),
+        "{}",
+        read(&r, "f.program")
+    );
 }
 
 #[test]
@@ -248,9 +301,21 @@ fn ipclassifier_outputs_and_arity() {
     ))
     .unwrap_or_else(|e| panic!("{e}"));
     r.run();
-    assert_eq!((read(&r, "a.count"), read(&r, "b.count"), read(&r, "x.count")), ("7".into(), "5".into(), "3".into()));
-    let err = build("InfiniteSource -> c :: IPClassifier(tcp, udp); c[0] -> Discard;").err().unwrap_or_default();
-    assert!(err.contains("need 1 arguments, one per output port"), "{err}");
+    assert_eq!(
+        (
+            read(&r, "a.count"),
+            read(&r, "b.count"),
+            read(&r, "x.count")
+        ),
+        ("7".into(), "5".into(), "3".into())
+    );
+    let err = build("InfiniteSource -> c :: IPClassifier(tcp, udp); c[0] -> Discard;")
+        .err()
+        .unwrap_or_default();
+    assert!(
+        err.contains("need 1 arguments, one per output port"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -263,11 +328,16 @@ fn config_handler_replaces_rules_at_run_time() {
     ))
     .unwrap_or_else(|e| panic!("{e}"));
     let h = r.handle();
-    let err = h.call("f.config", Some("allow udp, deny (")).expect_err("bad rules");
+    let err = h
+        .call("f.config", Some("allow udp, deny ("))
+        .expect_err("bad rules");
     assert_eq!(err, "pattern 1: position 6: missing expression after '('");
     assert!(read(&r, "f.program").ends_with("0: allow tcp -> output 0\n1: deny all -> drop"));
-    h.call("f.config", Some("allow udp or icmp, deny all")).expect("valid rules");
-    assert!(read(&r, "f.program").ends_with("0: allow udp or icmp -> output 0\n1: deny all -> drop"));
+    h.call("f.config", Some("allow udp or icmp, deny all"))
+        .expect("valid rules");
+    assert!(
+        read(&r, "f.program").ends_with("0: allow udp or icmp -> output 0\n1: deny all -> drop")
+    );
     r.run();
     assert_eq!(read(&r, "c.count"), "12");
 }
@@ -283,7 +353,14 @@ fn classifier_element_routes_by_bytes() {
     ))
     .unwrap_or_else(|e| panic!("{e}"));
     r.run();
-    assert_eq!((read(&r, "a.count"), read(&r, "b.count"), read(&r, "x.count")), ("3".into(), "5".into(), "7".into()));
+    assert_eq!(
+        (
+            read(&r, "a.count"),
+            read(&r, "b.count"),
+            read(&r, "x.count")
+        ),
+        ("3".into(), "5".into(), "7".into())
+    );
 }
 
 #[test]
@@ -312,10 +389,16 @@ fn classifier_patterns() {
 
 fn pcap_of(frames: &[Vec<u8>], path: &std::path::Path) {
     let f = std::fs::File::create(path).expect("create pcap");
-    let mut w = linerate_io::pcap::PcapWriter::new(std::io::BufWriter::new(f), linerate_io::pcap::LinkType::ETHERNET, 65535, false)
-        .expect("pcap writer");
+    let mut w = linerate_io::pcap::PcapWriter::new(
+        std::io::BufWriter::new(f),
+        linerate_io::pcap::LinkType::ETHERNET,
+        65535,
+        false,
+    )
+    .expect("pcap writer");
     for (i, fr) in frames.iter().enumerate() {
-        w.write(1_000_000_000 * (i as u64 + 1), fr.len() as u32, fr).expect("write");
+        w.write(1_000_000_000 * (i as u64 + 1), fr.len() as u32, fr)
+            .expect("write");
     }
 }
 
@@ -323,21 +406,56 @@ fn pcap_of(frames: &[Vec<u8>], path: &std::path::Path) {
 fn prim() -> impl Strategy<Value = String> {
     let addr = (0u8..4, 0u8..4).prop_map(|(a, b)| format!("10.0.{a}.{b}"));
     let plen = prop_oneof![Just(0u8), Just(8), Just(16), Just(24), Just(30), Just(32)];
-    let sd = prop_oneof![Just(""), Just("src "), Just("dst "), Just("src or dst "), Just("src and dst ")];
-    let port = prop_oneof![Just(53u16), Just(80), Just(1023), Just(1024), Just(0), Just(65535)];
-    let op = prop_oneof![Just(""), Just("== "), Just("!= "), Just("< "), Just("> "), Just("<= "), Just(">= ")];
+    let sd = prop_oneof![
+        Just(""),
+        Just("src "),
+        Just("dst "),
+        Just("src or dst "),
+        Just("src and dst ")
+    ];
+    let port = prop_oneof![
+        Just(53u16),
+        Just(80),
+        Just(1023),
+        Just(1024),
+        Just(0),
+        Just(65535)
+    ];
+    let op = prop_oneof![
+        Just(""),
+        Just("== "),
+        Just("!= "),
+        Just("< "),
+        Just("> "),
+        Just("<= "),
+        Just(">= ")
+    ];
     let tp = prop_oneof![Just(""), Just("tcp "), Just("udp ")];
     prop_oneof![
         (sd.clone(), addr.clone()).prop_map(|(s, a)| format!("{s}host {a}")),
         (sd.clone(), addr, plen).prop_map(|(s, a, l)| format!("{s}net {a}/{l}")),
         (sd, tp, op.clone(), port).prop_map(|(s, t, o, p)| format!("{s}{t}port {o}{p}")),
-        prop_oneof![Just("tcp"), Just("udp"), Just("icmp"), Just("ip proto 47"), Just("ip proto < 10")]
-            .prop_map(String::from),
+        prop_oneof![
+            Just("tcp"),
+            Just("udp"),
+            Just("icmp"),
+            Just("ip proto 47"),
+            Just("ip proto < 10")
+        ]
+        .prop_map(String::from),
         (op, 0u8..=255).prop_map(|(o, v)| format!("ip ttl {o}{v}")),
         prop_oneof![
-            Just("ip frag"), Just("ip unfrag"), Just("tcp opt syn"), Just("ack"),
-            Just("icmp type echo"), Just("icmp type != 0"), Just("ip tos & 3 == 1"),
-            Just("ip[9] 17"), Just("transp[0:2] > 1000"), Just("true"), Just("false"),
+            Just("ip frag"),
+            Just("ip unfrag"),
+            Just("tcp opt syn"),
+            Just("ack"),
+            Just("icmp type echo"),
+            Just("icmp type != 0"),
+            Just("ip tos & 3 == 1"),
+            Just("ip[9] 17"),
+            Just("transp[0:2] > 1000"),
+            Just("true"),
+            Just("false"),
             Just("src net 10.0.1.0 mask 255.0.255.0")
         ]
         .prop_map(String::from),
@@ -351,7 +469,8 @@ fn rule() -> impl Strategy<Value = String> {
             (inner.clone(), inner.clone()).prop_map(|(a, b)| format!("({a} and {b})")),
             (inner.clone(), inner.clone()).prop_map(|(a, b)| format!("({a} or {b})")),
             inner.clone().prop_map(|a| format!("(not {a})")),
-            (inner.clone(), inner.clone(), inner).prop_map(|(a, b, c)| format!("({a} ? {b} : {c})")),
+            (inner.clone(), inner.clone(), inner)
+                .prop_map(|(a, b, c)| format!("({a} ? {b} : {c})")),
         ]
     })
 }
@@ -362,9 +481,22 @@ fn packet() -> impl Strategy<Value = Vec<u8>> {
     (
         (0u8..4, 0u8..4, 0u8..4, 0u8..4),
         prop_oneof![Just(1u8), Just(6), Just(17), Just(47)],
-        prop_oneof![Just(53u16), Just(80), Just(1023), Just(1024), Just(0), Just(65535), any::<u16>()],
+        prop_oneof![
+            Just(53u16),
+            Just(80),
+            Just(1023),
+            Just(1024),
+            Just(0),
+            Just(65535),
+            any::<u16>()
+        ],
         prop_oneof![Just(53u16), Just(80), Just(1023), Just(1024), any::<u16>()],
-        (any::<u8>(), any::<u8>(), prop_oneof![Just(0u16), Just(0x2000), Just(10)], any::<u8>()),
+        (
+            any::<u8>(),
+            any::<u8>(),
+            prop_oneof![Just(0u16), Just(0x2000), Just(10)],
+            any::<u8>(),
+        ),
         (any::<bool>(), 0usize..48),
     )
         .prop_map(|(a, proto, sp, dp, (tos, ttl, frag, flags), (opts, cut))| {
@@ -372,7 +504,15 @@ fn packet() -> impl Strategy<Value = Vec<u8>> {
             if proto == 1 {
                 l4[0] = flags % 2 * 8;
             }
-            let mut p = ip([10, 0, a.0, a.1], [10, 0, a.2, a.3], proto, tos, ttl, frag, &l4);
+            let mut p = ip(
+                [10, 0, a.0, a.1],
+                [10, 0, a.2, a.3],
+                proto,
+                tos,
+                ttl,
+                frag,
+                &l4,
+            );
             if opts {
                 p[0] = 0x46;
                 p.splice(20..20, [1, 1, 1, 0]);
@@ -407,11 +547,18 @@ fn many_rules_agree_with_linear_matcher() {
     let mut rules = Vec::new();
     let mut x = 12345u64;
     let mut rnd = |n: u64| {
-        x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        x = x
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
         (x >> 33) % n
     };
     for _ in 0..2000 {
-        let s = format!("10.{}.{}.0/{}", rnd(4), rnd(4), [8, 16, 24, 32][rnd(4) as usize]);
+        let s = format!(
+            "10.{}.{}.0/{}",
+            rnd(4),
+            rnd(4),
+            [8, 16, 24, 32][rnd(4) as usize]
+        );
         let lo = rnd(2000);
         rules.push(format!(
             "{} src net {s} and dst port >= {lo} and dst port <= {} and ip ttl > {}",
@@ -421,7 +568,10 @@ fn many_rules_agree_with_linear_matcher() {
         ));
     }
     rules.push("-".into());
-    let exprs: Vec<_> = rules.iter().map(|r| parse_pattern(r).expect("valid")).collect();
+    let exprs: Vec<_> = rules
+        .iter()
+        .map(|r| parse_pattern(r).expect("valid"))
+        .collect();
     let c = Classifier::new(exprs.clone());
     for _ in 0..20000 {
         let p = ip(

@@ -94,10 +94,16 @@ pub(crate) fn view(p: &Packet) -> PacketView<'_> {
     PacketView { ip, ether }
 }
 
-const HANDLERS: &[HandlerSpec] = &[HandlerSpec::read("program"), HandlerSpec::read_write("config")];
+const HANDLERS: &[HandlerSpec] = &[
+    HandlerSpec::read("program"),
+    HandlerSpec::read_write("config"),
+];
 
 impl IpClassify {
-    pub(crate) fn make(ctx: &ConfigureCtx<'_>, filter: bool) -> Result<Box<dyn Element>, Vec<String>> {
+    pub(crate) fn make(
+        ctx: &ConfigureCtx<'_>,
+        filter: bool,
+    ) -> Result<Box<dyn Element>, Vec<String>> {
         let n = ctx.noutputs();
         if !filter && ctx.args.len() != n {
             return Err(vec![format!("need {} arguments, one per output port", n)]);
@@ -161,7 +167,14 @@ impl Element for IpClassify {
                 }
                 Some(out)
             }
-            "config" => Some(self.rules.text.iter().map(|t| t.trim()).collect::<Vec<_>>().join(", ")),
+            "config" => Some(
+                self.rules
+                    .text
+                    .iter()
+                    .map(|t| t.trim())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            ),
             _ => None,
         }
     }
@@ -172,7 +185,10 @@ impl Element for IpClassify {
         }
         let args = linerate_args::split_args(value);
         if !self.filter && args.len() != self.noutputs {
-            return Some(Err(format!("need {} arguments, one per output port", self.noutputs)));
+            return Some(Err(format!(
+                "need {} arguments, one per output port",
+                self.noutputs
+            )));
         }
         Some(match compile_ip_rules(&args, self.noutputs, self.filter) {
             Ok(r) => {

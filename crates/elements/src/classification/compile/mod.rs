@@ -28,7 +28,11 @@ pub struct IpRules {
 /// `noutputs` outputs; `filter` false parses IPClassifier patterns (rule `i`
 /// goes to output `i`). Errors name the pattern number (from 0, as Click)
 /// and the character position of the error in it.
-pub fn compile_ip_rules(rules: &[String], noutputs: usize, filter: bool) -> Result<IpRules, Vec<String>> {
+pub fn compile_ip_rules(
+    rules: &[String],
+    noutputs: usize,
+    filter: bool,
+) -> Result<IpRules, Vec<String>> {
     let mut errs = Vec::new();
     let mut exprs = Vec::new();
     let mut outputs = Vec::new();
@@ -41,7 +45,9 @@ pub fn compile_ip_rules(rules: &[String], noutputs: usize, filter: bool) -> Resu
             let out = match action {
                 "allow" => {
                     if noutputs == 0 {
-                        errs.push(format!("pattern {i}: 'allow' is meaningless, element has zero outputs"));
+                        errs.push(format!(
+                            "pattern {i}: 'allow' is meaningless, element has zero outputs"
+                        ));
                         continue;
                     }
                     Some(0)
@@ -78,5 +84,9 @@ pub fn compile_ip_rules(rules: &[String], noutputs: usize, filter: bool) -> Resu
     if !errs.is_empty() {
         return Err(errs);
     }
-    Ok(IpRules { classifier: Classifier::new(exprs), outputs, text: rules.to_vec() })
+    Ok(IpRules {
+        classifier: Classifier::new(exprs),
+        outputs,
+        text: rules.to_vec(),
+    })
 }

@@ -32,15 +32,51 @@ struct FieldSpec {
     nbits: u32,
 }
 
-const F_IPLEN: FieldSpec = FieldSpec { proto: UNKNOWN, bitoff: 16, nbits: 16 };
-const F_ID: FieldSpec = FieldSpec { proto: UNKNOWN, bitoff: 32, nbits: 16 };
-const F_VERS: FieldSpec = FieldSpec { proto: UNKNOWN, bitoff: 0, nbits: 4 };
-const F_HL: FieldSpec = FieldSpec { proto: UNKNOWN, bitoff: 4, nbits: 4 };
-const F_TOS: FieldSpec = FieldSpec { proto: UNKNOWN, bitoff: 8, nbits: 8 };
-const F_DSCP: FieldSpec = FieldSpec { proto: UNKNOWN, bitoff: 8, nbits: 6 };
-const F_TTL: FieldSpec = FieldSpec { proto: UNKNOWN, bitoff: 64, nbits: 8 };
-const F_TCPWIN: FieldSpec = FieldSpec { proto: 6, bitoff: 112, nbits: 16 };
-const F_ICMPTYPE: FieldSpec = FieldSpec { proto: 1, bitoff: 0, nbits: 8 };
+const F_IPLEN: FieldSpec = FieldSpec {
+    proto: UNKNOWN,
+    bitoff: 16,
+    nbits: 16,
+};
+const F_ID: FieldSpec = FieldSpec {
+    proto: UNKNOWN,
+    bitoff: 32,
+    nbits: 16,
+};
+const F_VERS: FieldSpec = FieldSpec {
+    proto: UNKNOWN,
+    bitoff: 0,
+    nbits: 4,
+};
+const F_HL: FieldSpec = FieldSpec {
+    proto: UNKNOWN,
+    bitoff: 4,
+    nbits: 4,
+};
+const F_TOS: FieldSpec = FieldSpec {
+    proto: UNKNOWN,
+    bitoff: 8,
+    nbits: 8,
+};
+const F_DSCP: FieldSpec = FieldSpec {
+    proto: UNKNOWN,
+    bitoff: 8,
+    nbits: 6,
+};
+const F_TTL: FieldSpec = FieldSpec {
+    proto: UNKNOWN,
+    bitoff: 64,
+    nbits: 8,
+};
+const F_TCPWIN: FieldSpec = FieldSpec {
+    proto: 6,
+    bitoff: 112,
+    nbits: 16,
+};
+const F_ICMPTYPE: FieldSpec = FieldSpec {
+    proto: 1,
+    bitoff: 0,
+    nbits: 8,
+};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Ty {
@@ -427,9 +463,7 @@ fn words(text: &str) -> Vec<(usize, &str)> {
             1
         } else {
             let mut j = i;
-            while j < b.len()
-                && (b[j].is_ascii_alphanumeric() || b"-./@_:".contains(&b[j]))
-            {
+            while j < b.len() && (b[j].is_ascii_alphanumeric() || b"-./@_:".contains(&b[j])) {
                 j += 1;
             }
             // A byte outside the word set (possibly part of a UTF-8
@@ -493,7 +527,14 @@ impl<'a> Parser<'a> {
                 break;
             }
         }
-        Ok((if v.len() == 1 { v.remove(0) } else { Expr::Or(v) }, pos))
+        Ok((
+            if v.len() == 1 {
+                v.remove(0)
+            } else {
+                Expr::Or(v)
+            },
+            pos,
+        ))
     }
 
     fn term(&mut self, mut pos: usize) -> PResult<(Expr, usize)> {
@@ -513,7 +554,14 @@ impl<'a> Parser<'a> {
         if !blank_ok {
             return self.err(pos, "missing term");
         }
-        Ok((if v.len() == 1 { v.remove(0) } else { Expr::And(v) }, pos))
+        Ok((
+            if v.len() == 1 {
+                v.remove(0)
+            } else {
+                Expr::And(v)
+            },
+            pos,
+        ))
     }
 
     fn brackets(&self, prim: &mut Prim, pos: usize) -> PResult<usize> {
@@ -537,13 +585,22 @@ impl<'a> Parser<'a> {
             parse_int(&comb).map(|a| (a, 1))
         };
         let Some((fpos, len)) = parsed else {
-            return self.err(pos, "syntax error after '[', expected '[POS]' or '[POS:LEN]'");
+            return self.err(
+                pos,
+                "syntax error after '[', expected '[POS]' or '[POS:LEN]'",
+            );
         };
         if !(1..=4).contains(&len) {
-            return self.err(pos, "LEN in '[POS:LEN]' out of range, should be between 1 and 4");
+            return self.err(
+                pos,
+                "LEN in '[POS:LEN]' out of range, should be between 1 and 4",
+            );
         }
         if fpos > 0xFFFF || (fpos & !3) != ((fpos + len - 1) & !3) {
-            return self.err(pos, format!("field [{fpos}:{len}] does not fit in a single word"));
+            return self.err(
+                pos,
+                format!("field [{fpos}:{len}] does not fit in a single word"),
+            );
         }
         if prim.ty != Ty::None {
             return self.err(pos, "type specified twice");
@@ -745,12 +802,20 @@ impl<'a> Parser<'a> {
     fn set_mask(&self, p: &mut Prim, full: u32, provided: u32, at: usize) -> PResult<()> {
         let this = if provided != 0 { provided } else { full };
         if this & full != this {
-            return self.err(at, format!("mask 0x{provided:X} out of range (0-0x{full:X})"));
+            return self.err(
+                at,
+                format!("mask 0x{provided:X} out of range (0-0x{full:X})"),
+            );
         }
         if p.op != Op::Eq {
-            let always = (p.op == Op::Lt && (p.u == 0 || p.u > this)) || (p.op == Op::Gt && p.u >= this);
+            let always =
+                (p.op == Op::Lt && (p.u == 0 || p.u > this)) || (p.op == Op::Gt && p.u >= this);
             if always {
-                let will_be = if p.op == Op::Lt && p.u > this { !p.neg } else { p.neg };
+                let will_be = if p.op == Op::Lt && p.u > this {
+                    !p.neg
+                } else {
+                    p.neg
+                };
                 p.u = 0;
                 p.mask = 0;
                 p.neg = !will_be;
@@ -876,7 +941,10 @@ impl<'a> Parser<'a> {
                     if p.op != Op::Eq || provided != 0 {
                         return self.err(
                             at,
-                            format!("can't use relational operators or masks with '{}'", proto_word(u)),
+                            format!(
+                                "can't use relational operators or masks with '{}'",
+                                proto_word(u)
+                            ),
                         );
                     }
                     p.mask = 0xFF;
@@ -915,7 +983,10 @@ impl<'a> Parser<'a> {
                 if p.proto == UNKNOWN {
                     p.proto = 6;
                 } else if p.proto != 6 {
-                    return self.err(at, format!("bad protocol {} for 'tcp opt' directive", p.proto));
+                    return self.err(
+                        at,
+                        format!("bad protocol {} for 'tcp opt' directive", p.proto),
+                    );
                 }
                 if p.op != Op::Eq || p.neg || provided != 0 {
                     return self.err(at, "can't use relational operators or masks with 'tcp opt'");
@@ -955,9 +1026,16 @@ impl<'a> Parser<'a> {
             }
             Ty::Field(f) => {
                 if p.data != Data::Int && p.data != Data::Field(f) {
-                    return self.err(at, format!("value missing in '{}' directive", ty_name(p.ty)));
+                    return self.err(
+                        at,
+                        format!("value missing in '{}' directive", ty_name(p.ty)),
+                    );
                 }
-                let full = if f.nbits == 32 { u32::MAX } else { (1u32 << f.nbits) - 1 };
+                let full = if f.nbits == 32 {
+                    u32::MAX
+                } else {
+                    (1u32 << f.nbits) - 1
+                };
                 self.set_mask(p, full, provided, at)?;
             }
             Ty::None => return self.err(at, "partial directive"),
@@ -989,7 +1067,14 @@ impl<'a> Parser<'a> {
         };
         let a = match dim {
             Some(dim) if p.mask == full => Atom::Range { dim, lo, hi },
-            _ => Atom::Field { base, off, shift, mask: p.mask, lo, hi },
+            _ => Atom::Field {
+                base,
+                off,
+                shift,
+                mask: p.mask,
+                lo,
+                hi,
+            },
         };
         let e = if p.mask == 0 && p.op == Op::Eq {
             // Click's "relation is always true/false": a test of no bits.
@@ -1020,8 +1105,16 @@ impl<'a> Parser<'a> {
         match p.proto {
             UNKNOWN | TRANSP => {}
             TCP_OR_UDP => parts.push(Expr::Or(vec![
-                Expr::Atom(Atom::Range { dim: Dim::Proto, lo: 6, hi: 6 }),
-                Expr::Atom(Atom::Range { dim: Dim::Proto, lo: 17, hi: 17 }),
+                Expr::Atom(Atom::Range {
+                    dim: Dim::Proto,
+                    lo: 6,
+                    hi: 6,
+                }),
+                Expr::Atom(Atom::Range {
+                    dim: Dim::Proto,
+                    lo: 17,
+                    hi: 17,
+                }),
             ])),
             n if (0..256).contains(&n) => parts.push(Expr::Atom(Atom::Range {
                 dim: Dim::Proto,
@@ -1058,10 +1151,16 @@ impl<'a> Parser<'a> {
                 let (s, d, or) = sds(p.sd);
                 let mut v = Vec::new();
                 if s {
-                    v.push(Expr::Atom(Atom::Ether { src: true, addr: p.mac }));
+                    v.push(Expr::Atom(Atom::Ether {
+                        src: true,
+                        addr: p.mac,
+                    }));
                 }
                 if d {
-                    v.push(Expr::Atom(Atom::Ether { src: false, addr: p.mac }));
+                    v.push(Expr::Atom(Atom::Ether {
+                        src: false,
+                        addr: p.mac,
+                    }));
                 }
                 parts.push(combine(v, or, p.neg));
             }
@@ -1071,9 +1170,20 @@ impl<'a> Parser<'a> {
                 let one = |dim: Dim, off: u16| {
                     let v = p.u & p.mask;
                     Expr::Atom(if prefix {
-                        Atom::Range { dim, lo: v, hi: v | !p.mask }
+                        Atom::Range {
+                            dim,
+                            lo: v,
+                            hi: v | !p.mask,
+                        }
                     } else {
-                        Atom::Field { base: Base::Ip, off, shift: 0, mask: p.mask, lo: v, hi: v }
+                        Atom::Field {
+                            base: Base::Ip,
+                            off,
+                            shift: 0,
+                            mask: p.mask,
+                            lo: v,
+                            hi: v,
+                        }
                     })
                 };
                 let mut v = Vec::new();
@@ -1122,7 +1232,11 @@ impl<'a> Parser<'a> {
                 hi: p.u,
             })),
             Ty::Field(f) => {
-                let base = if f.proto != UNKNOWN { Base::Transp } else { Base::Ip };
+                let base = if f.proto != UNKNOWN {
+                    Base::Transp
+                } else {
+                    Base::Ip
+                };
                 let word_off = ((f.bitoff >> 3) & !3) as u16;
                 let bit = f.bitoff & 31;
                 let shift = (32 - (bit + f.nbits)) as u8;
@@ -1143,15 +1257,25 @@ impl<'a> Parser<'a> {
 pub fn parse_pattern(text: &str) -> Result<Expr, ParseError> {
     let w = words(text);
     if w.is_empty() {
-        return Err(ParseError { pos: 0, msg: "empty pattern".into() });
+        return Err(ParseError {
+            pos: 0,
+            msg: "empty pattern".into(),
+        });
     }
     if w.len() == 1 && matches!(w[0].1, "-" | "any" | "all") {
         return Ok(Expr::True);
     }
-    let mut p = Parser { w, end: text.len(), prev: Prim::new() };
+    let mut p = Parser {
+        w,
+        end: text.len(),
+        prev: Prim::new(),
+    };
     let (e, pos) = p.expr(0)?;
     if pos < p.w.len() {
-        return p.err(pos, format!("garbage after expression at '{}'", p.word(pos)));
+        return p.err(
+            pos,
+            format!("garbage after expression at '{}'", p.word(pos)),
+        );
     }
     Ok(e)
 }

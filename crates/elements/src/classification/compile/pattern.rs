@@ -51,7 +51,9 @@ fn hex_nibble(c: u8) -> Option<u8> {
 pub fn parse(text: &str) -> Result<Pattern, (usize, String)> {
     let t = text.trim();
     if t == "-" {
-        return Ok(Pattern { clauses: Vec::new() });
+        return Ok(Pattern {
+            clauses: Vec::new(),
+        });
     }
     if t.is_empty() {
         return Err((0, "empty pattern".into()));
@@ -77,11 +79,17 @@ pub fn parse(text: &str) -> Result<Pattern, (usize, String)> {
             None => (rest, None),
         };
         if val.is_empty() || val.len() % 2 != 0 {
-            return Err((at, format!("VALUE has an odd number of nibbles in '{word}'")));
+            return Err((
+                at,
+                format!("VALUE has an odd number of nibbles in '{word}'"),
+            ));
         }
         if let Some(m) = mask {
             if m.len() != val.len() {
-                return Err((at, format!("VALUE and MASK have different lengths in '{word}'")));
+                return Err((
+                    at,
+                    format!("VALUE and MASK have different lengths in '{word}'"),
+                ));
             }
         }
         if offset > 0xFFFF {
@@ -107,7 +115,10 @@ pub fn parse(text: &str) -> Result<Pattern, (usize, String)> {
                     Some(mb) => match hex_nibble(mb[i + j]) {
                         Some(n) => n,
                         None => {
-                            return Err((at, format!("bad hex digit '{}' in '{word}'", mb[i + j] as char)))
+                            return Err((
+                                at,
+                                format!("bad hex digit '{}' in '{word}'", mb[i + j] as char),
+                            ))
                         }
                     },
                     None => 0xF,
@@ -118,7 +129,12 @@ pub fn parse(text: &str) -> Result<Pattern, (usize, String)> {
             value.push(v);
             maskv.push(m);
         }
-        clauses.push(Clause { offset, value, mask: maskv, negated });
+        clauses.push(Clause {
+            offset,
+            value,
+            mask: maskv,
+            negated,
+        });
     }
     Ok(Pattern { clauses })
 }

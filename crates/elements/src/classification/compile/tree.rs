@@ -64,7 +64,10 @@ fn complement(r: &Ranges, max: u32) -> Ranges {
 
 impl Conj {
     fn all() -> Conj {
-        Conj { dims: full(), resid: Vec::new() }
+        Conj {
+            dims: full(),
+            resid: Vec::new(),
+        }
     }
 
     fn and(&self, o: &Conj) -> Option<Conj> {
@@ -105,7 +108,14 @@ fn dnf(e: &Expr, neg: bool) -> Option<Vec<Conj>> {
         }
         // "First fragment": under the tree's precondition (see
         // `PacketView::key`), exactly "source port dimension is a port".
-        Expr::Atom(Atom::Field { base: Base::Ip, off: 4, shift: 0, mask: 0x1FFF, lo: 0, hi: 0 }) => {
+        Expr::Atom(Atom::Field {
+            base: Base::Ip,
+            off: 4,
+            shift: 0,
+            mask: 0x1FFF,
+            lo: 0,
+            hi: 0,
+        }) => {
             let r = vec![(0, NO_PORT - 1)];
             let mut c = Conj::all();
             c.dims[Dim::Sport as usize] = if neg { complement(&r, NO_PORT) } else { r };
@@ -220,7 +230,13 @@ struct Builder {
 }
 
 impl Builder {
-    fn build(&mut self, mut set: Vec<Item>, lo: [u32; NDIMS], hi: [u32; NDIMS], depth: usize) -> u32 {
+    fn build(
+        &mut self,
+        mut set: Vec<Item>,
+        lo: [u32; NDIMS],
+        hi: [u32; NDIMS],
+        depth: usize,
+    ) -> u32 {
         self.depth = self.depth.max(depth);
         // First match: nothing after an unconditional box covering the region.
         if let Some(i) = set.iter().position(|it| {
@@ -229,8 +245,17 @@ impl Builder {
             set.truncate(i + 1);
         }
         let me = self.nodes.len() as u32;
-        self.nodes.push(Node { dim: LEAF, thresh: 0, a: 0, b: 0 });
-        let split = if set.len() > BINTH && depth < 64 { best_split(&set, &lo, &hi) } else { None };
+        self.nodes.push(Node {
+            dim: LEAF,
+            thresh: 0,
+            a: 0,
+            b: 0,
+        });
+        let split = if set.len() > BINTH && depth < 64 {
+            best_split(&set, &lo, &hi)
+        } else {
+            None
+        };
         match split {
             None => {
                 let start = self.items.len() as u32;
@@ -242,7 +267,12 @@ impl Builder {
                     }
                     it
                 }));
-                self.nodes[me as usize] = Node { dim: LEAF, thresh: 0, a: start, b: self.items.len() as u32 };
+                self.nodes[me as usize] = Node {
+                    dim: LEAF,
+                    thresh: 0,
+                    a: start,
+                    b: self.items.len() as u32,
+                };
             }
             Some((d, p)) => {
                 let left: Vec<Item> = set.iter().filter(|it| it.lo[d] < p).copied().collect();
@@ -254,7 +284,12 @@ impl Builder {
                 rlo[d] = p;
                 let a = self.build(left, lo, lhi, depth + 1);
                 let b = self.build(right, rlo, hi, depth + 1);
-                self.nodes[me as usize] = Node { dim: d as u32, thresh: p, a, b };
+                self.nodes[me as usize] = Node {
+                    dim: d as u32,
+                    thresh: p,
+                    a,
+                    b,
+                };
             }
         }
         me
@@ -295,7 +330,7 @@ fn best_split(set: &[Item], lo: &[u32; NDIMS], hi: &[u32; NDIMS]) -> Option<(usi
             let r = n - his.partition_point(|&x| x < p);
             let m = l.max(r);
             let key = (m, l + r, d, p);
-            if best.map_or(true, |b| (key.0, key.1) < (b.0, b.1)) {
+            if best.is_none_or(|b| (key.0, key.1) < (b.0, b.1)) {
                 best = Some(key);
             }
         }
@@ -313,11 +348,16 @@ impl Classifier {
     pub fn new(rules: Vec<Expr>) -> Classifier {
         let mut resid = Vec::new();
         let mut items = Vec::new();
-        let mut stats = Stats { rules: rules.len(), ..Stats::default() };
+        let mut stats = Stats {
+            rules: rules.len(),
+            ..Stats::default()
+        };
         for (ri, e) in rules.iter().enumerate() {
             let conjs = dnf(e, false);
             let boxes = conjs.as_ref().map_or(0, |cs| {
-                cs.iter().map(|c| c.dims.iter().map(Vec::len).product::<usize>()).sum()
+                cs.iter()
+                    .map(|c| c.dims.iter().map(Vec::len).product::<usize>())
+                    .sum()
             });
             match conjs {
                 Some(cs) if boxes <= MAX_TERMS => {
@@ -333,9 +373,20 @@ impl Classifier {
                                 (resid.len() - 1) as u32
                             }
                         };
-                        expand(&c.dims, 0, &mut [0; NDIMS], &mut [0; NDIMS], &mut |lo, hi| {
-                            items.push(Item { lo, hi, rule: ri as u32, resid: r })
-                        });
+                        expand(
+                            &c.dims,
+                            0,
+                            &mut [0; NDIMS],
+                            &mut [0; NDIMS],
+                            &mut |lo, hi| {
+                                items.push(Item {
+                                    lo,
+                                    hi,
+                                    rule: ri as u32,
+                                    resid: r,
+                                })
+                            },
+                        );
                     }
                 }
                 _ => {
@@ -351,12 +402,22 @@ impl Classifier {
             }
         }
         stats.boxes = items.len();
-        let mut b = Builder { nodes: Vec::new(), items: Vec::new(), depth: 0 };
+        let mut b = Builder {
+            nodes: Vec::new(),
+            items: Vec::new(),
+            depth: 0,
+        };
         b.build(items, [0; NDIMS], DIM_MAX, 0);
         stats.nodes = b.nodes.len();
         stats.leaf_entries = b.items.len();
         stats.depth = b.depth;
-        Classifier { rules, resid, nodes: b.nodes, items: b.items, stats }
+        Classifier {
+            rules,
+            resid,
+            nodes: b.nodes,
+            items: b.items,
+            stats,
+        }
     }
 
     /// The rules, in order.
@@ -386,13 +447,19 @@ impl Classifier {
             let node = self.nodes[n];
             if node.dim == LEAF {
                 for it in &self.items[node.a as usize..node.b as usize] {
-                    if it.contains(k) && (it.resid == NONE || p.eval(&self.resid[it.resid as usize])) {
+                    if it.contains(k)
+                        && (it.resid == NONE || p.eval(&self.resid[it.resid as usize]))
+                    {
                         return Some(it.rule as usize);
                     }
                 }
                 return None;
             }
-            n = if k[node.dim as usize] >= node.thresh { node.b } else { node.a } as usize;
+            n = if k[node.dim as usize] >= node.thresh {
+                node.b
+            } else {
+                node.a
+            } as usize;
         }
     }
 }

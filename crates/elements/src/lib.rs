@@ -14,6 +14,7 @@ macro_rules! element_doc {
 }
 
 pub mod analysis;
+pub mod classification;
 pub mod ethernet;
 pub mod ip;
 pub mod iproute;
@@ -35,6 +36,7 @@ pub fn classes() -> Vec<ElementClass> {
     v.extend_from_slice(analysis::CLASSES);
     v.extend_from_slice(ethernet::CLASSES);
     v.extend_from_slice(ip::CLASSES);
+    v.extend_from_slice(classification::CLASSES);
     v.extend_from_slice(standard::CLASSES);
     v.extend_from_slice(threads::CLASSES);
     v.extend_from_slice(userlevel::CLASSES);

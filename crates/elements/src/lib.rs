@@ -13,6 +13,7 @@ macro_rules! element_doc {
     };
 }
 
+pub mod ip;
 pub mod standard;
 pub mod threads;
 pub mod userlevel;
@@ -27,6 +28,7 @@ pub(crate) fn parse_value<T: linerate_args::ArgValue>(s: &str) -> Result<T, Stri
 /// Every element class in this crate.
 pub fn classes() -> Vec<ElementClass> {
     let mut v = Vec::new();
+    v.extend_from_slice(ip::CLASSES);
     v.extend_from_slice(standard::CLASSES);
     v.extend_from_slice(threads::CLASSES);
     v.extend_from_slice(userlevel::CLASSES);

@@ -1,22 +1,22 @@
 //! Click's IP elements: header checks, TTL and checksum updates, IPPrint,
 //! ICMP errors, fragmentation and reassembly.
 
-// pub mod checkicmpheader;
+pub mod checkicmpheader;
 pub mod checkipheader;
 pub mod checkipheader2;
-// pub mod checktcpheader;
-// pub mod checkudpheader;
+pub mod checktcpheader;
+pub mod checkudpheader;
 pub mod decipttl;
 // pub mod icmperror;
 // pub mod ipfragmenter;
-// pub mod ipprint;
+pub mod ipprint;
 // pub mod ipreassembler;
 pub mod markipheader;
 // pub mod setipaddress;
 pub mod setipchecksum;
 // pub mod setipdscp;
-// pub mod settcpchecksum;
-// pub mod setudpchecksum;
+pub mod settcpchecksum;
+pub mod setudpchecksum;
 // pub mod storeipaddress;
 pub(crate) mod util;
 
@@ -24,21 +24,21 @@ use linerate_runtime::ElementClass;
 
 /// The classes in this category.
 pub const CLASSES: &[ElementClass] = &[
-    // checkicmpheader::CLASS,
+    checkicmpheader::CLASS,
     checkipheader::CLASS,
     checkipheader2::CLASS,
-    // checktcpheader::CLASS,
-    // checkudpheader::CLASS,
+    checktcpheader::CLASS,
+    checkudpheader::CLASS,
     decipttl::CLASS,
     // icmperror::CLASS,
     // ipfragmenter::CLASS,
-    // ipprint::CLASS,
+    ipprint::CLASS,
     // ipreassembler::CLASS,
     markipheader::CLASS,
     // setipaddress::CLASS,
     setipchecksum::CLASS,
     // setipdscp::CLASS,
-    // settcpchecksum::CLASS,
-    // setudpchecksum::CLASS,
+    settcpchecksum::CLASS,
+    setudpchecksum::CLASS,
     // storeipaddress::CLASS,
 ];

@@ -108,3 +108,110 @@ pub(crate) fn partition(
         b
     }))
 }
+
+/// Drop accounting shared by the header checkers: total, per reason,
+/// Click's first-failure message and the `drops`/`drop_details` handlers.
+pub(crate) struct CheckCounts {
+    /// Message prefix, e.g. `c: TCP header check failed: `.
+    pub prefix: String,
+    pub reasons: &'static [&'static str],
+    pub verbose: bool,
+    pub details: bool,
+    pub has_out1: bool,
+    pub drops: u64,
+    pub by_reason: [u64; 8],
+}
+
+const CHECK_HANDLERS: &[linerate_runtime::HandlerSpec] =
+    &[linerate_runtime::HandlerSpec::counter("drops")];
+const CHECK_HANDLERS_DETAILS: &[linerate_runtime::HandlerSpec] = &[
+    linerate_runtime::HandlerSpec::counter("drops"),
+    linerate_runtime::HandlerSpec::read("drop_details"),
+];
+
+impl CheckCounts {
+    /// Reads `VERBOSE` and `DETAILS` and completes the arguments.
+    pub(crate) fn configure(
+        ctx: &linerate_runtime::ConfigureCtx<'_>,
+        prefix: String,
+        reasons: &'static [&'static str],
+    ) -> Result<CheckCounts, Vec<String>> {
+        let mut a = linerate_args::Args::new(&ctx.args);
+        let verbose = a.read_or("VERBOSE", false);
+        let details = a.read_or("DETAILS", false);
+        a.complete().map_err(|e| e.0)?;
+        Ok(CheckCounts {
+            prefix,
+            reasons,
+            verbose,
+            details,
+            has_out1: ctx.noutputs() > 1,
+            drops: 0,
+            by_reason: [0; 8],
+        })
+    }
+
+    #[cold]
+    pub(crate) fn note(&mut self, reason: u8) {
+        if self.drops == 0 || self.verbose {
+            chatter(&format!("{}{}", self.prefix, self.reasons[reason as usize]));
+        }
+        self.drops += 1;
+        self.by_reason[reason as usize] += 1;
+    }
+
+    /// Sends bad packets to output 1, or drops them.
+    pub(crate) fn emit(&self, bad: Option<linerate_runtime::Batch>, ctx: &mut linerate_runtime::Ctx<'_>) {
+        if let (Some(b), true) = (bad, self.has_out1) {
+            ctx.push(1, b);
+        }
+    }
+
+    pub(crate) fn handlers(&self) -> &'static [linerate_runtime::HandlerSpec] {
+        if self.details {
+            CHECK_HANDLERS_DETAILS
+        } else {
+            CHECK_HANDLERS
+        }
+    }
+
+    pub(crate) fn read(&self, name: &str) -> Option<String> {
+        match name {
+            "drops" => Some(self.drops.to_string()),
+            "drop_details" if self.details => Some(super::checkipheader::details_text(
+                &self.by_reason[..self.reasons.len()],
+                self.reasons,
+            )),
+            _ => None,
+        }
+    }
+
+    pub(crate) fn drop_list(&self) -> Vec<(&'static str, u64)> {
+        self.reasons
+            .iter()
+            .zip(self.by_reason)
+            .filter(|(_, n)| *n > 0)
+            .map(|(r, n)| (*r, n))
+            .collect()
+    }
+}
+
+/// Implements the `Element` handler methods of a checker through its
+/// `counts: CheckCounts` field.
+macro_rules! check_element_common {
+    () => {
+        fn handlers(&self) -> &[linerate_runtime::HandlerSpec] {
+            self.counts.handlers()
+        }
+        fn read_handler(&self, name: &str) -> Option<String> {
+            self.counts.read(name)
+        }
+        fn drops(&self) -> Vec<(&'static str, u64)> {
+            self.counts.drop_list()
+        }
+        fn as_any(&self) -> &dyn std::any::Any {
+            self
+        }
+    };
+}
+pub(crate) use check_element_common;

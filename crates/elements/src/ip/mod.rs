@@ -12,12 +12,12 @@ pub mod decipttl;
 pub mod ipprint;
 // pub mod ipreassembler;
 pub mod markipheader;
-// pub mod setipaddress;
+pub mod setipaddress;
 pub mod setipchecksum;
-// pub mod setipdscp;
+pub mod setipdscp;
 pub mod settcpchecksum;
 pub mod setudpchecksum;
-// pub mod storeipaddress;
+pub mod storeipaddress;
 pub(crate) mod util;
 
 use linerate_runtime::ElementClass;
@@ -35,10 +35,10 @@ pub const CLASSES: &[ElementClass] = &[
     ipprint::CLASS,
     // ipreassembler::CLASS,
     markipheader::CLASS,
-    // setipaddress::CLASS,
+    setipaddress::CLASS,
     setipchecksum::CLASS,
-    // setipdscp::CLASS,
+    setipdscp::CLASS,
     settcpchecksum::CLASS,
     setudpchecksum::CLASS,
-    // storeipaddress::CLASS,
+    storeipaddress::CLASS,
 ];

@@ -64,7 +64,9 @@ fn make(ctx: &ConfigureCtx<'_>) -> Result<Box<dyn Element>, Vec<String>> {
 }
 
 fn check(p: &Packet) -> Result<(), u8> {
-    let Some(nh) = nh_offset(p) else { return Err(0) };
+    let Some(nh) = nh_offset(p) else {
+        return Err(0);
+    };
     let d = p.data();
     if d.len() - nh < 10 || d[nh + 9] != 1 {
         return Err(0);

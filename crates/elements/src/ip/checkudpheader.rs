@@ -34,7 +34,9 @@
 //! One pass over the batch (bad packets split off only when there are
 //! some); the checksum uses `linerate_wire`'s sum and pseudo-header sum.
 
-use super::util::{be16, check_element_common, nh_offset, th_offset, transport_checksum, CheckCounts};
+use super::util::{
+    be16, check_element_common, nh_offset, th_offset, transport_checksum, CheckCounts,
+};
 use linerate_runtime::{Batch, ConfigureCtx, Ctx, Element, ElementClass, Packet};
 use linerate_wire::checksum;
 
@@ -61,7 +63,9 @@ fn make(ctx: &ConfigureCtx<'_>) -> Result<Box<dyn Element>, Vec<String>> {
 }
 
 fn check(p: &Packet) -> Result<(), u8> {
-    let Some(nh) = nh_offset(p) else { return Err(0) };
+    let Some(nh) = nh_offset(p) else {
+        return Err(0);
+    };
     let d = p.data();
     let ip = &d[nh..];
     if ip.len() < 20 {

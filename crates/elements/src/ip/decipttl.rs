@@ -69,7 +69,10 @@ fn make(ctx: &ConfigureCtx<'_>) -> Result<Box<dyn Element>, Vec<String>> {
     }))
 }
 
-const HANDLERS: &[HandlerSpec] = &[HandlerSpec::counter("drops"), HandlerSpec::read_write("active")];
+const HANDLERS: &[HandlerSpec] = &[
+    HandlerSpec::counter("drops"),
+    HandlerSpec::read_write("active"),
+];
 
 // Verdicts for one packet.
 const PASS: u8 = 0;

@@ -144,7 +144,9 @@ fn make(ctx: &ConfigureCtx<'_>) -> Result<Box<dyn Element>, Vec<String>> {
     };
     let mut payload = false;
     if payload_v > 0 && contents_v > 0 {
-        return Err(vec!["specify at most one of PAYLOAD and CONTENTS".to_string()]);
+        return Err(vec![
+            "specify at most one of PAYLOAD and CONTENTS".to_string()
+        ]);
     } else if payload_v > 0 {
         contents_v = payload_v;
         payload = true;
@@ -307,7 +309,11 @@ impl IPPrint {
         match proto {
             6 => {
                 if transport_length < 4 || !first_frag {
-                    let what = if first_frag { ": truncated-tcp" } else { ": tcp" };
+                    let what = if first_frag {
+                        ": truncated-tcp"
+                    } else {
+                        ": tcp"
+                    };
                     let _ = write!(s, "{src} > {dst}{what}");
                 } else {
                     let t = &d[th..];
@@ -353,7 +359,11 @@ impl IPPrint {
             }
             17 => {
                 if transport_length < 4 || !first_frag {
-                    let what = if first_frag { ": truncated-udp" } else { ": udp" };
+                    let what = if first_frag {
+                        ": truncated-udp"
+                    } else {
+                        ": udp"
+                    };
                     let _ = write!(s, "{src} > {dst}{what}");
                 } else {
                     let t = &d[th..];
@@ -394,7 +404,8 @@ impl IPPrint {
         if self.contents > 0 {
             let start = if self.payload {
                 if first_frag && proto == 6 {
-                    d.get(th + 12).map_or(d.len(), |b| th + (usize::from(b >> 4) << 2))
+                    d.get(th + 12)
+                        .map_or(d.len(), |b| th + (usize::from(b >> 4) << 2))
                 } else if first_frag && proto == 17 {
                     th + 8
                 } else {
@@ -428,7 +439,11 @@ impl IPPrint {
                     } else if i % 8 == 0 {
                         s.push(' ');
                     }
-                    s.push(if (32..=126).contains(&b) { b as char } else { '.' });
+                    s.push(if (32..=126).contains(&b) {
+                        b as char
+                    } else {
+                        '.'
+                    });
                 }
             }
         }
@@ -442,7 +457,11 @@ fn icmp_line(s: &mut String, t: &[u8], tl: i64, swap: bool) {
     let (ty, code) = (t[0], t.get(1).copied().unwrap_or(0));
     match ty {
         0 | 8 => {
-            s.push_str(if ty == 0 { "icmp echo-reply " } else { "icmp echo " });
+            s.push_str(if ty == 0 {
+                "icmp echo-reply "
+            } else {
+                "icmp echo "
+            });
             if tl < 8 {
                 s.push_str("truncated-icmp");
             } else {

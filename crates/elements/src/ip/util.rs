@@ -66,7 +66,12 @@ pub(crate) fn transport_checksum(seg_sum: u16, iph: &[u8], proto: u8, len: u16) 
 /// Appends Click's `Timestamp` text (`SEC.USEC`) for `ns` nanoseconds.
 pub(crate) fn push_timestamp(s: &mut String, ns: u64) {
     use std::fmt::Write;
-    let _ = write!(s, "{}.{:06}", ns / 1_000_000_000, (ns % 1_000_000_000) / 1000);
+    let _ = write!(
+        s,
+        "{}.{:06}",
+        ns / 1_000_000_000,
+        (ns % 1_000_000_000) / 1000
+    );
 }
 
 /// Reports a message on the console (Click's `click_chatter`).
@@ -161,7 +166,11 @@ impl CheckCounts {
     }
 
     /// Sends bad packets to output 1, or drops them.
-    pub(crate) fn emit(&self, bad: Option<linerate_runtime::Batch>, ctx: &mut linerate_runtime::Ctx<'_>) {
+    pub(crate) fn emit(
+        &self,
+        bad: Option<linerate_runtime::Batch>,
+        ctx: &mut linerate_runtime::Ctx<'_>,
+    ) {
         if let (Some(b), true) = (bad, self.has_out1) {
             ctx.push(1, b);
         }

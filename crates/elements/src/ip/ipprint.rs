@@ -187,7 +187,7 @@ fn proto_name(p: u8) -> Option<&'static str> {
 }
 
 /// Click's `IPNameInfo` ICMP type names.
-fn icmp_type_name(t: u8) -> Option<&'static str> {
+pub(crate) fn icmp_type_name(t: u8) -> Option<&'static str> {
     Some(match t {
         0 => "echo-reply",
         3 => "unreachable",
@@ -209,7 +209,7 @@ fn icmp_type_name(t: u8) -> Option<&'static str> {
 }
 
 /// Click's `IPNameInfo` ICMP code names, per type.
-fn icmp_code_name(t: u8, c: u8) -> Option<&'static str> {
+pub(crate) fn icmp_code_name(t: u8, c: u8) -> Option<&'static str> {
     const UNREACH: [&str; 16] = [
         "net",
         "host",

@@ -7,8 +7,8 @@ pub mod checkipheader2;
 pub mod checktcpheader;
 pub mod checkudpheader;
 pub mod decipttl;
-// pub mod icmperror;
-// pub mod ipfragmenter;
+pub mod icmperror;
+pub mod ipfragmenter;
 pub mod ipprint;
 // pub mod ipreassembler;
 pub mod markipheader;
@@ -30,8 +30,8 @@ pub const CLASSES: &[ElementClass] = &[
     checktcpheader::CLASS,
     checkudpheader::CLASS,
     decipttl::CLASS,
-    // icmperror::CLASS,
-    // ipfragmenter::CLASS,
+    icmperror::CLASS,
+    ipfragmenter::CLASS,
     ipprint::CLASS,
     // ipreassembler::CLASS,
     markipheader::CLASS,

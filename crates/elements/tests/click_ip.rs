@@ -703,3 +703,118 @@ fn store_ip_address_at_an_offset_skips_a_zero_annotation() {
     want[32..36].copy_from_slice(&[9, 8, 7, 6]);
     assert_eq!(records(&out), vec![want]);
 }
+
+// ---- ICMPError, IPFragmenter, IPReassembler ----
+
+#[test]
+fn icmp_error_builds_time_exceeded_messages() {
+    let expired = ip_full(17, &udp(1, 2, b"0123456789"), 1, 0x4242, 0, A, B);
+    let to_bcast = ip_full(17, &udp(1, 2, b""), 1, 1, 0, A, [255, 255, 255, 255]);
+    let from_zero = ip_full(17, &udp(1, 2, b""), 1, 1, 0, [0, 1, 2, 3], B);
+    let icmp_err = ip_full(1, &icmp(3, 1, [0; 4], &[0; 28]), 1, 1, 0, A, B);
+    let later_frag = ip_full(17, b"tail", 1, 1, 0x0004, A, B);
+    let f = pcap(
+        "icmperr.pcap",
+        &[expired.clone(), to_bcast, from_zero, icmp_err, later_frag],
+    );
+    let (out, txt) = (tmp("icmperr-out.pcap"), tmp("icmperr.txt"));
+    let r = run(&format!(
+        "FromDump({}, STOP true) -> CheckIPHeader -> dt :: DecIPTTL -> Discard;
+         dt[1] -> e :: ICMPError(10.0.0.254, timeexceeded) -> IPPrint(OUTFILE {}, TIMESTAMP false) -> ToDump({}, ENCAP IP);",
+        f.display(),
+        txt.display(),
+        out.display()
+    ));
+    assert_eq!(read(&r, "dt.drops"), "5\n");
+    assert_eq!(read(&r, "e.mtu"), "576\n");
+    let got = records(&out);
+    assert_eq!(got.len(), 1, "only the first packet deserves an error");
+    let g = &got[0];
+    assert_eq!(g.len(), 20 + 8 + expired.len());
+    assert_eq!(g[0], 0x45);
+    assert_eq!(usize::from(u16::from_be_bytes([g[2], g[3]])), g.len());
+    assert_eq!((g[8], g[9]), (200, 1));
+    assert_eq!(&g[12..16], &[10, 0, 0, 254]);
+    assert_eq!(&g[16..20], &A);
+    assert!(valid_ip_sum(g));
+    assert_eq!((g[20], g[21]), (11, 0));
+    assert_eq!(csum(&g[20..]), 0);
+    assert_eq!(&g[28..], &expired[..]);
+    assert_eq!(
+        std::fs::read_to_string(&txt).unwrap(),
+        "10.0.0.254 > 10.0.0.1: icmp timeexceeded transit\n"
+    );
+    assert!(build("InfiniteSource -> ICMPError(1.2.3.4, echo) -> Discard;").is_err());
+    assert!(
+        build("InfiniteSource -> ICMPError(1.2.3.4, unreachable, nonsense) -> Discard;").is_err()
+    );
+    assert!(build(
+        "InfiniteSource -> ICMPError(1.2.3.4, unreachable, needfrag, PMTU 1500) -> Discard;"
+    )
+    .is_ok());
+}
+
+#[test]
+fn ip_fragmenter_and_reassembler_round_trip() {
+    let data: Vec<u8> = (0..1400u32).map(|i| (i * 7 + 3) as u8).collect();
+    let big = ip_full(17, &udp(1000, 2000, &data), 64, 0xbeef, 0, A, B);
+    let df = ip_full(17, &udp(1000, 2000, &data), 64, 0xbeee, 0x4000, A, B);
+    let small = ip(17, &udp(1, 2, b"small"));
+    let f = pcap("frag.pcap", &[big.clone(), df.clone(), small.clone()]);
+    let (frags, dfout, whole) = (tmp("frags.pcap"), tmp("df.pcap"), tmp("whole.pcap"));
+    let r = run(&format!(
+        "FromDump({}, STOP true) -> CheckIPHeader -> fr :: IPFragmenter(576) -> t :: Tee;
+         t[0] -> ToDump({}, ENCAP IP);
+         t[1] -> CheckIPHeader -> IPReassembler -> ToDump({}, ENCAP IP);
+         fr[1] -> ToDump({}, ENCAP IP);",
+        f.display(),
+        frags.display(),
+        whole.display(),
+        dfout.display()
+    ));
+    assert_eq!(read(&r, "fr.drops"), "1\n");
+    assert_eq!(read(&r, "fr.fragments"), "3\n");
+    let fs = records(&frags);
+    assert_eq!(fs.len(), 4);
+    // 1408-byte payload: 552 + 552 + 304, then the small packet unchanged.
+    let want = [(572, 0x2000u16), (572, 0x2000 + 69), (324, 138)];
+    for (g, (len, off)) in fs.iter().zip(want) {
+        assert_eq!(g.len(), len);
+        assert_eq!(u16::from_be_bytes([g[2], g[3]]) as usize, len);
+        assert_eq!(u16::from_be_bytes([g[6], g[7]]), off);
+        assert_eq!(&g[4..6], &[0xbe, 0xef]);
+        assert!(valid_ip_sum(g));
+    }
+    assert_eq!(fs[3], small);
+    assert_eq!(records(&dfout), vec![df]);
+    assert_eq!(records(&whole), vec![big, small]);
+}
+
+#[test]
+fn ip_reassembler_handles_reordering_duplicates_and_bad_fragments() {
+    let data: Vec<u8> = (0..100u32).map(|i| i as u8).collect();
+    let whole = ip_full(17, &udp(5, 6, &data), 64, 7, 0, A, B);
+    let payload = &whole[20..];
+    let frag = |off: usize, end: usize, mf: bool| {
+        let o = (off / 8) as u16 | if mf { 0x2000 } else { 0 };
+        ip_full(17, &payload[off..end], 64, 7, o, A, B)
+    };
+    let bad_middle = ip_full(17, &payload[8..13], 64, 7, 0x2001, A, B); // MF, length not /8
+    let other = ip_full(17, &payload[0..16], 64, 8, 0x2000, A, B); // never completed
+    let pkts = vec![
+        frag(64, 108, false),
+        bad_middle,
+        frag(16, 64, true),
+        other,
+        frag(16, 40, true),
+        frag(0, 24, true),
+    ];
+    let f = pcap("reasm.pcap", &pkts);
+    let out = tmp("reasm-out.pcap");
+    run(&format!(
+        "FromDump({}, STOP true) -> CheckIPHeader -> IPReassembler -> ToDump({}, ENCAP IP);",
+        f.display(),
+        out.display()
+    ));
+    assert_eq!(records(&out), vec![whole]);
+}

@@ -82,9 +82,11 @@ fn is_error_type(t: u8) -> bool {
 }
 
 fn parse_type(s: &str) -> Option<u32> {
-    s.parse::<u32>()
-        .ok()
-        .or_else(|| (0..=255u8).find(|&t| super::ipprint::icmp_type_name(t) == Some(s)).map(u32::from))
+    s.parse::<u32>().ok().or_else(|| {
+        (0..=255u8)
+            .find(|&t| super::ipprint::icmp_type_name(t) == Some(s))
+            .map(u32::from)
+    })
 }
 
 fn make(ctx: &ConfigureCtx<'_>) -> Result<Box<dyn Element>, Vec<String>> {
@@ -114,12 +116,16 @@ fn make(ctx: &ConfigureCtx<'_>) -> Result<Box<dyn Element>, Vec<String>> {
         Some(c) if c <= 255 => c as u8,
         _ => {
             return Err(vec![
-                "argument 2 takes ICMP code (integer between 0 and 255)".into()
+                "argument 2 takes ICMP code (integer between 0 and 255)".into(),
             ])
         }
     };
     let mut bad_addrs = Vec::new();
-    for w in bad.map(|r| r.0).unwrap_or_default().split_ascii_whitespace() {
+    for w in bad
+        .map(|r| r.0)
+        .unwrap_or_default()
+        .split_ascii_whitespace()
+    {
         match w.parse::<Ipv4Addr>() {
             Ok(x) => bad_addrs.push(u32::from(x)),
             Err(_) => return Err(vec!["BADADDRS: expected list of IP addresses".into()]),
@@ -159,7 +165,12 @@ impl ICMPError {
                         return None;
                     }
                     let ptr = usize::from(*ip.get(i + 2).unwrap_or(&0));
-                    if (t == 131 || t == 137) && xlen >= 3 && ptr >= 4 && ptr % 4 == 0 && ptr <= xlen + 1 {
+                    if (t == 131 || t == 137)
+                        && xlen >= 3
+                        && ptr >= 4
+                        && ptr % 4 == 0
+                        && ptr <= xlen + 1
+                    {
                         return Some(i);
                     }
                     i += xlen;

@@ -141,7 +141,15 @@ impl IPFragmenter {
             if self.verbose || self.drops < 5 {
                 super::util::chatter(&format!(
                     "IPFragmenter({}) DF {}.{}.{}.{} {}.{}.{}.{} len={}",
-                    self.mtu, ip[12], ip[13], ip[14], ip[15], ip[16], ip[17], ip[18], ip[19],
+                    self.mtu,
+                    ip[12],
+                    ip[13],
+                    ip[14],
+                    ip[15],
+                    ip[16],
+                    ip[17],
+                    ip[18],
+                    ip[19],
                     p.len()
                 ));
             }
@@ -214,7 +222,10 @@ impl IPFragmenter {
     }
 }
 
-const HANDLERS: &[HandlerSpec] = &[HandlerSpec::counter("drops"), HandlerSpec::counter("fragments")];
+const HANDLERS: &[HandlerSpec] = &[
+    HandlerSpec::counter("drops"),
+    HandlerSpec::counter("fragments"),
+];
 
 impl Element for IPFragmenter {
     fn push(&mut self, _port: usize, batch: Batch, ctx: &mut Ctx<'_>) {

@@ -10,7 +10,7 @@ pub mod decipttl;
 pub mod icmperror;
 pub mod ipfragmenter;
 pub mod ipprint;
-// pub mod ipreassembler;
+pub mod ipreassembler;
 pub mod markipheader;
 pub mod setipaddress;
 pub mod setipchecksum;
@@ -33,7 +33,7 @@ pub const CLASSES: &[ElementClass] = &[
     icmperror::CLASS,
     ipfragmenter::CLASS,
     ipprint::CLASS,
-    // ipreassembler::CLASS,
+    ipreassembler::CLASS,
     markipheader::CLASS,
     setipaddress::CLASS,
     setipchecksum::CLASS,

@@ -3,11 +3,6 @@
 use linerate_runtime::Packet;
 use linerate_wire::checksum;
 
-/// Protocol numbers.
-pub(crate) const PROTO_ICMP: u8 = 1;
-pub(crate) const PROTO_TCP: u8 = 6;
-pub(crate) const PROTO_UDP: u8 = 17;
-
 /// `IP_MF` and `IP_OFFMASK` in host order.
 pub(crate) const IP_MF: u16 = 0x2000;
 pub(crate) const IP_DF: u16 = 0x4000;

@@ -4,7 +4,6 @@
 use linerate_io::pcap::{LinkType, PcapReader, PcapWriter};
 use linerate_lang::{parse_str, ParseOptions};
 use linerate_runtime::{Router, RouterOptions};
-use linerate_wire::checksum;
 use std::path::{Path, PathBuf};
 
 const LAN: &str = "../../../shared/traces/pathspider-real-lan2012.pcap";
@@ -692,7 +691,7 @@ fn set_ip_dscp_and_store_ip_address_keep_checksums_valid() {
 #[test]
 fn store_ip_address_at_an_offset_skips_a_zero_annotation() {
     let p = ip(17, &udp(1, 2, b"abcdefgh"));
-    let f = pcap("store.pcap", &[p.clone()]);
+    let f = pcap("store.pcap", std::slice::from_ref(&p));
     let out = tmp("store-out.pcap");
     run(&format!(
         "FromDump({}, STOP true) -> StoreIPAddress(28) -> StoreIPAddress(9.8.7.6, 32) -> ToDump({}, ENCAP IP);",

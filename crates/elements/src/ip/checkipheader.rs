@@ -54,7 +54,6 @@
 
 use super::util::{be16, set_ip_header};
 use linerate_runtime::{Batch, ConfigureCtx, Ctx, Element, ElementClass, HandlerSpec, Packet};
-use linerate_wire::checksum;
 use std::any::Any;
 use std::net::Ipv4Addr;
 
@@ -220,7 +219,7 @@ impl CheckIPHeader {
         if len > plen || len < hlen {
             return Err(BAD_IP_LEN);
         }
-        if self.checksum && checksum::sum(&ip[..hlen]) != 0xffff {
+        if self.checksum && super::util::ip_header_sum(&ip[..hlen]) != 0xffff {
             return Err(BAD_CHECKSUM);
         }
         let dst = [ip[16], ip[17], ip[18], ip[19]];

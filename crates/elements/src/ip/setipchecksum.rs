@@ -29,7 +29,6 @@
 
 use super::util::nh_offset;
 use linerate_runtime::{Batch, ConfigureCtx, Ctx, Element, ElementClass, Packet};
-use linerate_wire::checksum;
 use std::any::Any;
 
 /// The `SetIPChecksum` element class.
@@ -72,7 +71,7 @@ impl Element for SetIPChecksum {
                 let ip = &mut p.data_mut()[nh..nh + hlen];
                 ip[10] = 0;
                 ip[11] = 0;
-                let c = checksum::compute(ip);
+                let c = !super::util::ip_header_sum(ip);
                 ip[10..12].copy_from_slice(&c.to_be_bytes());
                 false
             }

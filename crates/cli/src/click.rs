@@ -38,9 +38,12 @@ fn short_usage() -> i32 {
 
 /// Parse Click's command line and run; returns Click's exit status.
 pub fn main(argv: &[String]) -> i32 {
+    // Click's sources send one packet per task run: with batches of one,
+    // packets interleave through the configuration exactly as in Click.
     let mut a = RunArgs {
         warnings: true,
         threads: 1,
+        burst: Some(1),
         ..RunArgs::default()
     };
     let mut i = 0;

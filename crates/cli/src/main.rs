@@ -47,6 +47,9 @@ struct RunOpts {
     /// Run a copy of the whole graph on every thread; sources spread packets by flow hash.
     #[arg(long)]
     replicate: bool,
+    /// Default BURST of sources and pulling tasks (default 64; `click` uses 1, Click's).
+    #[arg(long)]
+    burst: Option<usize>,
     /// Run on simulated time.
     #[arg(long)]
     simtime: bool,
@@ -270,6 +273,7 @@ fn main() -> ExitCode {
                 summary: !o.no_summary,
                 warnings: true,
                 clickpath: o.clickpath,
+                burst: o.burst,
                 ..RunArgs::default()
             };
             run::run(&args, &linerate_elements::registry())

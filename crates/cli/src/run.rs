@@ -45,6 +45,8 @@ pub struct RunArgs {
     pub warnings: bool,
     /// Extra CLICKPATH directories.
     pub clickpath: Vec<PathBuf>,
+    /// Default burst of sources and pulling tasks (`None`: the runtime's).
+    pub burst: Option<usize>,
 }
 
 /// Run a configuration; returns the process exit status.
@@ -57,6 +59,7 @@ pub fn run(args: &RunArgs, reg: &Registry) -> i32 {
         threads: args.threads.max(1),
         replicate: args.replicate,
         simtime: args.simtime.then_some(0),
+        default_burst: args.burst.unwrap_or(linerate_runtime::DEFAULT_BURST),
         ..RouterOptions::default()
     };
     let (config, mut router) = match build(src, &args.vars, reg, opts, &args.clickpath) {

@@ -13,8 +13,12 @@ macro_rules! element_doc {
     };
 }
 
+pub mod analysis;
+pub mod ethernet;
 pub mod ip;
+pub mod iproute;
 pub mod standard;
+pub mod tcpudp;
 pub mod threads;
 pub mod userlevel;
 
@@ -28,10 +32,14 @@ pub(crate) fn parse_value<T: linerate_args::ArgValue>(s: &str) -> Result<T, Stri
 /// Every element class in this crate.
 pub fn classes() -> Vec<ElementClass> {
     let mut v = Vec::new();
+    v.extend_from_slice(analysis::CLASSES);
+    v.extend_from_slice(ethernet::CLASSES);
     v.extend_from_slice(ip::CLASSES);
     v.extend_from_slice(standard::CLASSES);
     v.extend_from_slice(threads::CLASSES);
     v.extend_from_slice(userlevel::CLASSES);
+    v.extend_from_slice(iproute::CLASSES);
+    v.extend_from_slice(tcpudp::CLASSES);
     v
 }
 

@@ -323,11 +323,17 @@ fn check_ip_header_on_the_real_trace_matches_an_independent_count() {
     assert_eq!(total, 62_781);
     assert_eq!(want, 62_038);
     let r = run(&format!(
-        "FromDump({}, STOP true) -> c :: CheckIPHeader(14, DETAILS true) -> ok :: Counter -> Discard;",
+        "FromDump({}, STOP true) -> Strip(14) -> c :: CheckIPHeader(DETAILS true) -> ok :: Counter -> Discard;",
         lan.display()
     ));
     assert_eq!(read(&r, "ok.count"), format!("{want}\n"));
     assert_eq!(read(&r, "c.drops"), format!("{}\n", total - want));
+    // The same through OFFSET instead of Strip.
+    let r = run(&format!(
+        "FromDump({}, STOP true) -> c :: CheckIPHeader(14) -> ok :: Counter -> Discard;",
+        lan.display()
+    ));
+    assert_eq!(read(&r, "ok.count"), format!("{want}\n"));
 }
 
 // ---- MarkIPHeader, DecIPTTL, SetIPChecksum ----

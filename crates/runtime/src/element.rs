@@ -168,6 +168,12 @@ pub trait Element: Send + 'static {
         Vec::new()
     }
 
+    /// True for a driver script (DriverManager): while one exists, elements'
+    /// stop requests are counted for it instead of stopping the router.
+    fn manages_driver_stop(&self) -> bool {
+        false
+    }
+
     /// Downcasting support.
     fn as_any(&self) -> &dyn Any;
 }
@@ -186,6 +192,9 @@ pub struct ConfigureCtx<'a> {
     pub outputs: &'a [Processing],
     /// Replica index and count in replicated mode (`(0, 1)` otherwise).
     pub replica: (usize, usize),
+    /// Default `BURST` for sources and pulling tasks (see
+    /// `RouterOptions::default_burst`).
+    pub default_burst: usize,
 }
 
 impl ConfigureCtx<'_> {

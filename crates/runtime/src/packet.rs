@@ -136,7 +136,7 @@ fn refill(cache: &mut LocalCache) {
 #[cold]
 fn spill(cache: &mut LocalCache) {
     let mut g = GLOBAL_FREE.lock().unwrap_or_else(|e| e.into_inner());
-    let n = cache.free.len() - EXCHANGE;
+    let n = cache.free.len().saturating_sub(EXCHANGE);
     g.extend(cache.free.drain(n..).map(SendPtr));
 }
 
@@ -684,9 +684,34 @@ impl std::fmt::Debug for Packet {
 #[inline]
 pub(crate) fn release_all(ptrs: &[*mut Meta]) {
     with_cache(|c| {
-        for &m in ptrs {
-            // SAFETY: each pointer came from `Packet::into_raw` and is released once.
-            unsafe { release(c, m) };
+        if c.free.len() + ptrs.len() > CACHE_MAX {
+            spill(c);
+        }
+        c.free.reserve(ptrs.len());
+        // Plain frees (own block, sole reference, pool kind) are written
+        // straight into the list's spare capacity; the length is updated
+        // once. Others take the general path.
+        // SAFETY: each pointer is an owned handle, released exactly once;
+        // `n` stays within the reserved capacity.
+        unsafe {
+            let base = c.free.as_mut_ptr().add(c.free.len());
+            let mut n = 0;
+            let mut slow: Option<Vec<*mut Meta>> = None;
+            for &m in ptrs {
+                let plain = (*m).owner.is_null()
+                    && (*m).refcnt.load(Ordering::Relaxed) == 1
+                    && (*m).kind == KIND_POOL;
+                if plain {
+                    base.add(n).write(m);
+                    n += 1;
+                } else {
+                    slow.get_or_insert_with(Vec::new).push(m);
+                }
+            }
+            c.free.set_len(c.free.len() + n);
+            for m in slow.into_iter().flatten() {
+                release(c, m);
+            }
         }
     });
 }
@@ -706,14 +731,85 @@ impl Pool<'_> {
     #[inline(always)]
     pub unsafe fn view(&mut self, data: &[u8], ts_ns: u64) -> Packet {
         let m = pool_get(self.cache);
-        let len = data.len() as u32;
-        init_meta(m, data.as_ptr() as *mut u8, len, 0, len, KIND_POOL);
-        (*m).external = 1;
-        (*m).anno.timestamp_ns = ts_ns;
+        init_view(m, data, ts_ns);
         Packet {
             m: NonNull::new_unchecked(m),
         }
     }
+
+    /// Append `n` zero-copy views of `data`, all with timestamp `ts_ns`.
+    /// Blocks are taken from the free list as one slice, so the loop does
+    /// no per-packet bookkeeping on the list.
+    ///
+    /// # Safety
+    /// As for [`Packet::from_external`].
+    #[inline]
+    pub unsafe fn views(&mut self, data: &[u8], n: usize, ts_ns: u64, out: &mut Vec<Packet>) {
+        while self.cache.free.len() < n {
+            refill(self.cache);
+        }
+        let start = self.cache.free.len() - n;
+        out.reserve(n);
+        let dst = out.as_mut_ptr().add(out.len()) as *mut *mut Meta;
+        for (i, &m) in self.cache.free[start..].iter().enumerate() {
+            init_view(m, data, ts_ns);
+            dst.add(i).write(m);
+        }
+        out.set_len(out.len() + n);
+        self.cache.free.set_len(start);
+    }
+}
+
+impl Pool<'_> {
+    /// Append up to `max` zero-copy views produced by `next`, which returns
+    /// each packet's data pointer, length, timestamp and `EXTRA_LENGTH`
+    /// annotation, or `None` when there are no more. Blocks are taken from
+    /// the free list as one slice. Returns the number appended.
+    ///
+    /// # Safety
+    /// Each pointer and length must describe memory valid as required by
+    /// [`Packet::from_external`].
+    #[inline]
+    pub unsafe fn views_from(
+        &mut self,
+        max: usize,
+        out: &mut Vec<Packet>,
+        mut next: impl FnMut() -> Option<(*const u8, usize, u64, u32)>,
+    ) -> usize {
+        while self.cache.free.len() < max {
+            refill(self.cache);
+        }
+        let start = self.cache.free.len() - max;
+        out.reserve(max);
+        let dst = out.as_mut_ptr().add(out.len()) as *mut *mut Meta;
+        let mut n = 0;
+        while n < max {
+            let Some((ptr, len, ts, extra)) = next() else {
+                break;
+            };
+            // Take blocks from the top of the reserved slice downwards so
+            // that the ones not used stay contiguous below `start + max - n`.
+            let m = *self.cache.free.get_unchecked(start + max - 1 - n);
+            init_view(m, std::slice::from_raw_parts(ptr, len), ts);
+            if extra != 0 {
+                (*m).anno.set_u32(crate::anno::offsets::EXTRA_LENGTH, extra);
+            }
+            dst.add(n).write(m);
+            n += 1;
+        }
+        out.set_len(out.len() + n);
+        self.cache.free.set_len(start + max - n);
+        n
+    }
+}
+
+/// Initialise `m` as a zero-copy view of `data`.
+#[inline(always)]
+unsafe fn init_view(m: *mut Meta, data: &[u8], ts_ns: u64) {
+    let len = data.len() as u32;
+    init_meta(m, data.as_ptr() as *mut u8, len, 0, len, KIND_POOL);
+    (*m).external = 1;
+    (*m).anno.timestamp_ns = ts_ns;
 }
 
 /// Run `f` with the calling thread's pool.
@@ -756,19 +852,7 @@ unsafe fn copy_small(src: &[u8], dst: *mut u8) {
 /// read (see [`Packet::from_external`]): an element's own buffer qualifies.
 #[inline]
 pub unsafe fn alloc_views(template: &[u8], n: usize, ts_ns: u64, out: &mut Vec<Packet>) {
-    let len = template.len() as u32;
-    let base = template.as_ptr() as *mut u8;
-    with_cache(|c| {
-        for _ in 0..n {
-            let m = pool_get(c);
-            init_meta(m, base, len, 0, len, KIND_POOL);
-            (*m).external = 1;
-            (*m).anno.timestamp_ns = ts_ns;
-            out.push(Packet {
-                m: NonNull::new_unchecked(m),
-            });
-        }
-    });
+    with_pool(|pool| pool.views(template, n, ts_ns, out));
 }
 
 /// Allocate `n` packets that are copies of `template` (fast path for sources).
@@ -892,6 +976,37 @@ mod tests {
         assert_eq!(p.data()[0], 8);
         assert_eq!(c.data(), &[0, 9, 1, 2, 3, 4]);
         assert_eq!(T, [1, 2, 3, 4]);
+    }
+
+    #[test]
+    fn views_from_a_callback_and_mixed_release() {
+        static D: [u8; 8] = [1, 2, 3, 4, 5, 6, 7, 8];
+        let mut v = Vec::new();
+        let mut k = 0usize;
+        // SAFETY: static data; the closure only reads it.
+        let n = unsafe {
+            with_pool(|pool| {
+                pool.views_from(5, &mut v, || {
+                    k += 1;
+                    (k <= 3).then(|| (D.as_ptr().wrapping_add(k), 8 - k, k as u64, k as u32 * 10))
+                })
+            })
+        };
+        assert_eq!(n, 3);
+        assert_eq!(v.len(), 3);
+        assert_eq!(v[1].data(), &D[2..]);
+        assert_eq!(v[2].timestamp_ns(), 3);
+        assert_eq!(v[2].anno().u32(crate::anno::offsets::EXTRA_LENGTH), 30);
+        let free = pool_free_blocks();
+        // A batch mixing plain packets and a clone whose source is in it.
+        let a = Packet::from_slice(b"abc");
+        let c = a.clone();
+        v.push(a);
+        v.push(c);
+        let mut b = crate::Batch::new();
+        b.vec_mut().extend(v);
+        drop(b);
+        assert_eq!(pool_free_blocks(), free + 3);
     }
 
     #[test]

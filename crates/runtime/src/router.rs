@@ -37,6 +37,11 @@ pub struct RouterOptions {
     pub simtime: Option<u64>,
     /// Capacity of each cross-thread ring, in packets.
     pub ring_capacity: usize,
+    /// Default `BURST` of sources and pulling tasks (packets per task run).
+    /// [`DEFAULT_BURST`](crate::DEFAULT_BURST) normally; the `click` driver
+    /// uses 1, Click's default, so that packets interleave through a
+    /// configuration exactly as in Click (e.g. two Prints in a chain).
+    pub default_burst: usize,
 }
 
 impl Default for RouterOptions {
@@ -46,6 +51,7 @@ impl Default for RouterOptions {
             replicate: false,
             simtime: None,
             ring_capacity: 4096,
+            default_burst: crate::DEFAULT_BURST,
         }
     }
 }
@@ -554,6 +560,7 @@ impl Router {
                     inputs: &el.inputs,
                     outputs: &el.outputs,
                     replica: (r, nrep),
+                    default_burst: opts.default_burst.clamp(1, crate::MAX_BATCH),
                 };
                 match (classes[e].make)(&ctx) {
                     Ok(x) => elems.push(Some(x)),
@@ -593,6 +600,7 @@ impl Router {
             replicas.push(elems);
         }
         let mut info = info;
+        let stop_managed = replicas[0].iter().any(|x| x.manages_driver_stop());
         for (e, x) in replicas[0].iter().enumerate() {
             info[e].handlers.extend_from_slice(x.handlers());
         }
@@ -663,6 +671,7 @@ impl Router {
             (units, shared)
         };
         let (units, shared) = units;
+        shared.stop_managed.store(stop_managed, Ordering::Release);
         let info = Arc::new(info);
         Ok(Router {
             info,

@@ -69,6 +69,11 @@ pub(crate) struct Shared {
     /// replica in replicated mode (each replica's source must finish), else 1.
     pub stop_quorum: usize,
     pub stop_votes: AtomicUsize,
+    /// A DriverManager (driver script) handles stop requests: elements'
+    /// requests are counted in `stop_requests` instead of stopping the router.
+    pub stop_managed: AtomicBool,
+    /// Stop requests delivered to the driver script (see `stop_managed`).
+    pub stop_requests: AtomicUsize,
 }
 
 impl Shared {
@@ -83,6 +88,8 @@ impl Shared {
             replicated,
             stop_quorum: if replicated { nthreads } else { 1 },
             stop_votes: AtomicUsize::new(0),
+            stop_managed: AtomicBool::new(false),
+            stop_requests: AtomicUsize::new(0),
         }
     }
 }
@@ -258,7 +265,13 @@ impl<'a> Ctx<'a> {
 
     /// Ask the driver to stop (Click's `please_stop_driver`). In replicated
     /// mode the router stops once every replica has asked.
+    /// When a driver script (DriverManager) manages stops, the request is
+    /// counted for it instead (see [`Ctx::stop_requests`]).
     pub fn stop_router(&mut self) {
+        if self.s.shared.stop_managed.load(Ordering::Relaxed) {
+            self.s.shared.stop_requests.fetch_add(1, Ordering::AcqRel);
+            return;
+        }
         if self.s.stop_voted {
             return;
         }
@@ -267,6 +280,18 @@ impl<'a> Ctx<'a> {
         if sh.stop_votes.fetch_add(1, Ordering::AcqRel) + 1 >= sh.stop_quorum {
             sh.stop.store(true, Ordering::Release);
         }
+    }
+
+    /// Number of stop requests delivered to the driver script so far (only
+    /// counted while a DriverManager manages stops).
+    pub fn stop_requests(&self) -> usize {
+        self.s.shared.stop_requests.load(Ordering::Acquire)
+    }
+
+    /// Stop the router now, whoever manages stop requests (the driver
+    /// script's own `stop`).
+    pub fn stop_driver(&mut self) {
+        self.s.shared.stop.store(true, Ordering::Release);
     }
 
     /// True once a stop was requested.
@@ -296,12 +321,20 @@ impl<'a> Ctx<'a> {
     /// its own handlers this way (it has them at hand).
     pub fn call_handler(&mut self, name: &str, value: Option<&str>) -> Result<String, String> {
         if name == "stop" || name == ".stop" {
-            self.s.shared.stop.store(true, Ordering::Release);
+            if self.s.shared.stop_managed.load(Ordering::Relaxed) {
+                self.s.shared.stop_requests.fetch_add(1, Ordering::AcqRel);
+            } else {
+                self.s.shared.stop.store(true, Ordering::Release);
+            }
             return Ok(String::new());
         }
-        let (el, h) = name
+        // `element.handler ARGS`: a read handler with parameters gets
+        // `handler ARGS` (the element is named before the first space).
+        let target = name.split(char::is_whitespace).next().unwrap_or(name);
+        let (el, _) = target
             .rsplit_once('.')
             .ok_or_else(|| format!("no handler '{name}'"))?;
+        let h = &name[el.len() + 1..];
         let idx = self
             .g
             .names

@@ -1,5 +1,5 @@
 //! Click's IP elements: header checks, TTL and checksum updates, IPPrint,
-//! ICMP errors, fragmentation and reassembly.
+//! encapsulation, ICMP errors, fragmentation and reassembly.
 
 pub mod checkicmpheader;
 pub mod checkipheader;
@@ -8,6 +8,8 @@ pub mod checktcpheader;
 pub mod checkudpheader;
 pub mod decipttl;
 pub mod icmperror;
+pub mod icmppingencap;
+pub mod ipencap;
 pub mod ipfragmenter;
 pub mod ipprint;
 pub mod ipreassembler;
@@ -18,6 +20,7 @@ pub mod setipdscp;
 pub mod settcpchecksum;
 pub mod setudpchecksum;
 pub mod storeipaddress;
+pub mod udpipencap;
 pub(crate) mod util;
 
 use linerate_runtime::ElementClass;
@@ -31,6 +34,8 @@ pub const CLASSES: &[ElementClass] = &[
     checkudpheader::CLASS,
     decipttl::CLASS,
     icmperror::CLASS,
+    icmppingencap::CLASS,
+    ipencap::CLASS,
     ipfragmenter::CLASS,
     ipprint::CLASS,
     ipreassembler::CLASS,
@@ -41,4 +46,5 @@ pub const CLASSES: &[ElementClass] = &[
     settcpchecksum::CLASS,
     setudpchecksum::CLASS,
     storeipaddress::CLASS,
+    udpipencap::CLASS,
 ];

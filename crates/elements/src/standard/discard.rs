@@ -22,9 +22,7 @@
 //! FromDump(in.pcap, STOP true) -> Discard;
 //! ```
 
-use linerate_runtime::{
-    Batch, ConfigureCtx, Ctx, Element, ElementClass, HandlerSpec, IoCounts, DEFAULT_BURST,
-};
+use linerate_runtime::{Batch, ConfigureCtx, Ctx, Element, ElementClass, HandlerSpec, IoCounts};
 use std::any::Any;
 
 /// The `Discard` element class.
@@ -47,7 +45,7 @@ struct Discard {
 fn make(ctx: &ConfigureCtx<'_>) -> Result<Box<dyn Element>, Vec<String>> {
     let mut a = linerate_args::Args::new(&ctx.args);
     let active = a.read_or("ACTIVE", true);
-    let burst = a.read_or("BURST", DEFAULT_BURST).max(1);
+    let burst = a.read_or("BURST", ctx.default_burst).max(1);
     a.complete().map_err(|e| e.0)?;
     Ok(Box::new(Discard {
         count: 0,

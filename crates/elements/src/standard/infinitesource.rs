@@ -40,9 +40,7 @@
 //! buffer. Nothing is allocated on the heap.
 
 use linerate_runtime::packet::alloc_views;
-use linerate_runtime::{
-    Batch, ConfigureCtx, Ctx, Element, ElementClass, HandlerSpec, IoCounts, DEFAULT_BURST,
-};
+use linerate_runtime::{Batch, ConfigureCtx, Ctx, Element, ElementClass, HandlerSpec, IoCounts};
 use std::any::Any;
 
 /// The `InfiniteSource` element class.
@@ -84,7 +82,7 @@ fn make(ctx: &ConfigureCtx<'_>) -> Result<Box<dyn Element>, Vec<String>> {
     let mut a = linerate_args::Args::new(&ctx.args);
     let data: Vec<u8> = a.read_p("DATA").unwrap_or_else(|| DEFAULT_DATA.to_vec());
     let mut limit: i64 = a.read_p_or("LIMIT", -1);
-    let burst: i64 = a.read_p_or("BURST", DEFAULT_BURST as i64);
+    let burst: i64 = a.read_p_or("BURST", ctx.default_burst as i64);
     let active = a.read_p_or("ACTIVE", true);
     let length: Option<usize> = a.read("LENGTH");
     let datasize: Option<usize> = a.read("DATASIZE");

@@ -10,13 +10,18 @@
 //! # Arguments
 //! - `CAPACITY` (unsigned integer, default 1000): maximum queue length.
 //!
+//! Packets arriving when the queue is full are dropped (counted in `drops`)
+//! or, if output 1 is connected, pushed out of it.
+//!
 //! # Handlers
 //! - `length` (read): packets in the queue now.
 //! - `highwater_length` (read): the largest length seen.
 //! - `capacity` (read/write): maximum length.
 //! - `drops` (read): packets dropped because the queue was full.
-//! - `reset_counts` (write): reset `drops` and `highwater_length`.
-//! - `reset` (write): drop every queued packet.
+//! - `reset_counts` (write): reset `drops`, and `highwater_length` to the
+//!   current length.
+//! - `reset` (write): drop every queued packet (Click sends them to output
+//!   1; a handler cannot push here, so they are freed).
 //!
 //! # Example
 //! ```click
@@ -43,25 +48,25 @@ pub const CLASS: ElementClass = ElementClass {
 };
 
 struct Queue {
+    core: QueueCore,
+}
+
+fn make(ctx: &ConfigureCtx<'_>) -> Result<Box<dyn Element>, Vec<String>> {
+    Ok(Box::new(Queue {
+        core: QueueCore::configure(ctx)?,
+    }))
+}
+
+/// The state and handlers shared by Queue, SimpleQueue and FrontDropQueue.
+pub(crate) struct QueueCore {
     q: VecDeque<Packet>,
     capacity: usize,
     highwater: usize,
     drops: u64,
 }
 
-fn make(ctx: &ConfigureCtx<'_>) -> Result<Box<dyn Element>, Vec<String>> {
-    let mut a = linerate_args::Args::new(&ctx.args);
-    let capacity = a.read_p_or("CAPACITY", 1000usize);
-    a.complete().map_err(|e| e.0)?;
-    Ok(Box::new(Queue {
-        q: VecDeque::with_capacity(capacity.min(1 << 20)),
-        capacity,
-        highwater: 0,
-        drops: 0,
-    }))
-}
-
-const HANDLERS: &[HandlerSpec] = &[
+/// The handlers of Click's queues.
+pub(crate) const HANDLERS: &[HandlerSpec] = &[
     HandlerSpec::gauge("length"),
     HandlerSpec::gauge("highwater_length"),
     HandlerSpec::read_write("capacity"),
@@ -70,22 +75,59 @@ const HANDLERS: &[HandlerSpec] = &[
     HandlerSpec::write("reset"),
 ];
 
-impl Element for Queue {
-    fn push(&mut self, _port: usize, batch: Batch, ctx: &mut Ctx<'_>) {
-        let room = self.capacity.saturating_sub(self.q.len());
-        let mut it = batch.into_iter();
-        self.q.extend(it.by_ref().take(room));
-        self.highwater = self.highwater.max(self.q.len());
-        let rest: Batch = it.collect();
-        if !rest.is_empty() {
-            self.drops += rest.len() as u64;
+impl QueueCore {
+    /// Parse `[CAPACITY]` (default 1000).
+    pub fn configure(ctx: &ConfigureCtx<'_>) -> Result<QueueCore, Vec<String>> {
+        let mut a = linerate_args::Args::new(&ctx.args);
+        let capacity = a.read_p_or("CAPACITY", 1000u32) as usize;
+        a.complete().map_err(|e| e.0)?;
+        Ok(QueueCore {
+            q: VecDeque::with_capacity(capacity.min(1 << 20)),
+            capacity,
+            highwater: 0,
+            drops: 0,
+        })
+    }
+
+    fn dropped(&mut self, b: Batch, ctx: &mut Ctx<'_>) {
+        if !b.is_empty() {
+            self.drops += b.len() as u64;
             if ctx.noutputs() > 1 {
-                ctx.push(1, rest);
+                ctx.push(1, b);
             }
         }
     }
 
-    fn pull(&mut self, _port: usize, max: usize, _ctx: &mut Ctx<'_>) -> Option<Batch> {
+    /// Enqueue at the tail; packets that do not fit are dropped (tail drop).
+    pub fn push_tail_drop(&mut self, mut batch: Batch, ctx: &mut Ctx<'_>) {
+        let room = self.capacity.saturating_sub(self.q.len());
+        if batch.len() <= room {
+            self.q.extend(batch.drain());
+        } else {
+            let fit = batch.split_front(room);
+            self.q.extend(fit);
+            self.dropped(batch, ctx);
+        }
+        self.highwater = self.highwater.max(self.q.len());
+    }
+
+    /// Enqueue at the tail; when full, the oldest packets are dropped.
+    pub fn push_front_drop(&mut self, mut batch: Batch, ctx: &mut Ctx<'_>) {
+        let total = self.q.len() + batch.len();
+        if total > self.capacity {
+            let mut excess = total - self.capacity;
+            let from_q = excess.min(self.q.len());
+            let mut gone: Batch = self.q.drain(..from_q).collect();
+            excess -= from_q;
+            gone.append(batch.split_front(excess));
+            self.dropped(gone, ctx);
+        }
+        self.q.extend(batch.drain());
+        self.highwater = self.highwater.max(self.q.len());
+    }
+
+    /// Dequeue up to `max` packets from the head.
+    pub fn pull(&mut self, max: usize) -> Option<Batch> {
         if self.q.is_empty() {
             return None;
         }
@@ -93,11 +135,8 @@ impl Element for Queue {
         Some(self.q.drain(..n).collect())
     }
 
-    fn handlers(&self) -> &[HandlerSpec] {
-        HANDLERS
-    }
-
-    fn read_handler(&self, name: &str) -> Option<String> {
+    /// Read one of [`HANDLERS`].
+    pub fn read_handler(&self, name: &str) -> Option<String> {
         Some(match name {
             "length" => self.q.len().to_string(),
             "highwater_length" => self.highwater.to_string(),
@@ -107,9 +146,10 @@ impl Element for Queue {
         })
     }
 
-    fn write_handler(&mut self, name: &str, value: &str) -> Option<Result<(), String>> {
+    /// Write one of [`HANDLERS`].
+    pub fn write_handler(&mut self, name: &str, value: &str) -> Option<Result<(), String>> {
         Some(match name {
-            "capacity" => crate::parse_value::<usize>(value).map(|c| self.capacity = c),
+            "capacity" => crate::parse_value::<u32>(value).map(|c| self.capacity = c as usize),
             "reset_counts" => {
                 self.drops = 0;
                 self.highwater = self.q.len();
@@ -123,8 +163,35 @@ impl Element for Queue {
         })
     }
 
-    fn drops(&self) -> Vec<(&'static str, u64)> {
+    /// For the end-of-run summary.
+    pub fn drops(&self) -> Vec<(&'static str, u64)> {
         vec![("queue full", self.drops)]
+    }
+}
+
+impl Element for Queue {
+    fn push(&mut self, _port: usize, batch: Batch, ctx: &mut Ctx<'_>) {
+        self.core.push_tail_drop(batch, ctx);
+    }
+
+    fn pull(&mut self, _port: usize, max: usize, _ctx: &mut Ctx<'_>) -> Option<Batch> {
+        self.core.pull(max)
+    }
+
+    fn handlers(&self) -> &[HandlerSpec] {
+        HANDLERS
+    }
+
+    fn read_handler(&self, name: &str) -> Option<String> {
+        self.core.read_handler(name)
+    }
+
+    fn write_handler(&mut self, name: &str, value: &str) -> Option<Result<(), String>> {
+        self.core.write_handler(name, value)
+    }
+
+    fn drops(&self) -> Vec<(&'static str, u64)> {
+        self.core.drops()
     }
 
     fn as_any(&self) -> &dyn Any {

@@ -22,7 +22,7 @@
 //! InfiniteSource(LIMIT 100, STOP true) -> Queue -> Unqueue(BURST 8) -> Discard;
 //! ```
 
-use linerate_runtime::{ConfigureCtx, Ctx, Element, ElementClass, HandlerSpec, DEFAULT_BURST};
+use linerate_runtime::{ConfigureCtx, Ctx, Element, ElementClass, HandlerSpec};
 use std::any::Any;
 
 /// The `Unqueue` element class.
@@ -43,12 +43,12 @@ struct Unqueue {
 
 fn make(ctx: &ConfigureCtx<'_>) -> Result<Box<dyn Element>, Vec<String>> {
     let mut a = linerate_args::Args::new(&ctx.args);
-    let burst: i64 = a.read_p_or("BURST", DEFAULT_BURST as i64);
+    let burst: i64 = a.read_p_or("BURST", ctx.default_burst as i64);
     let limit: i64 = a.read_or("LIMIT", -1);
     let active = a.read_or("ACTIVE", true);
     a.complete().map_err(|e| e.0)?;
     let burst = if burst <= 0 {
-        DEFAULT_BURST
+        ctx.default_burst
     } else {
         burst as usize
     };

@@ -63,7 +63,7 @@ use linerate_io::pcap::{LinkKind, PcapReader};
 use linerate_runtime::anno::offsets;
 use linerate_runtime::{
     Batch, ConfigureCtx, Ctx, Element, ElementClass, HandlerSpec, InitCtx, IoCounts, Packet,
-    DEFAULT_BURST,
+    MAX_BATCH,
 };
 use std::any::Any;
 
@@ -120,7 +120,7 @@ fn make(ctx: &ConfigureCtx<'_>) -> Result<Box<dyn Element>, Vec<String>> {
     let start_after: Option<linerate_args::Seconds> = a.read("START_AFTER");
     let end_after: Option<linerate_args::Seconds> = a.read("END_AFTER");
     let interval: Option<linerate_args::Seconds> = a.read("INTERVAL");
-    let burst = a.read_or("BURST", DEFAULT_BURST).max(1);
+    let burst = a.read_or("BURST", ctx.default_burst).max(1);
     let _mmap: bool = a.read_or("MMAP", true);
     a.complete().map_err(|e| e.0)?;
     let mut errs = Vec::new();
@@ -396,42 +396,49 @@ impl FromDump {
         let mut bytes = 0u64;
         let mut err = None;
         let mut end = false;
+        let max = max.min(MAX_BATCH);
+        let mut raw_ip = [false; MAX_BATCH];
+        let mut any_raw = false;
+        let mut idx = 0;
         // SAFETY: the closure allocates only through the pool; the records
         // live in the reader's mapping, which lives as long as this element
         // (see the module documentation).
         unsafe {
             linerate_runtime::packet::with_pool(|pool| {
-                while v.len() < max {
-                    match reader.next_record() {
-                        Some(Ok(r)) => {
-                            let mut p = pool.view(r.data, r.ts_ns);
-                            let extra = r.orig_len.saturating_sub(r.data.len() as u32);
-                            if extra != 0 {
-                                p.anno_mut().set_u32(offsets::EXTRA_LENGTH, extra);
-                            }
-                            if matches!(
-                                r.link_type.kind(),
-                                LinkKind::RawIp | LinkKind::Ipv4 | LinkKind::Ipv6
-                            ) && ip_offset(r.link_type.kind(), r.data).is_some()
-                            {
-                                p.set_network_header(0);
-                            }
-                            bytes += r.data.len() as u64;
-                            v.push(p);
+                pool.views_from(max, v, || match reader.next_record() {
+                    Some(Ok(r)) => {
+                        bytes += r.data.len() as u64;
+                        if matches!(
+                            r.link_type.kind(),
+                            LinkKind::RawIp | LinkKind::Ipv4 | LinkKind::Ipv6
+                        ) {
+                            raw_ip[idx] = true;
+                            any_raw = true;
                         }
-                        Some(Err(e)) => {
-                            err = Some(e.to_string());
-                            end = true;
-                            break;
-                        }
-                        None => {
-                            end = true;
-                            break;
-                        }
+                        idx += 1;
+                        let extra = r.orig_len.saturating_sub(r.data.len() as u32);
+                        Some((r.data.as_ptr(), r.data.len(), r.ts_ns, extra))
                     }
-                }
+                    Some(Err(e)) => {
+                        err = Some(e.to_string());
+                        end = true;
+                        None
+                    }
+                    None => {
+                        end = true;
+                        None
+                    }
+                })
             })
         };
+        if any_raw {
+            // Raw-IP link types: the network header is at offset 0.
+            for (p, raw) in v.iter_mut().zip(raw_ip) {
+                if raw && ip_offset(LinkKind::RawIp, p.data()).is_some() {
+                    p.set_network_header(0);
+                }
+            }
+        }
         if let Some(e) = err {
             if !std::mem::replace(&mut self.error_reported, true) {
                 eprintln!("{}: {}", self.filename, e);

@@ -38,9 +38,7 @@
 
 use linerate_io::pcap::{LinkType, PcapWriter};
 use linerate_runtime::anno::offsets;
-use linerate_runtime::{
-    Batch, ConfigureCtx, Ctx, Element, ElementClass, HandlerSpec, IoCounts, DEFAULT_BURST,
-};
+use linerate_runtime::{Batch, ConfigureCtx, Ctx, Element, ElementClass, HandlerSpec, IoCounts};
 use std::any::Any;
 
 /// The `ToDump` element class.
@@ -86,7 +84,7 @@ fn make(ctx: &ConfigureCtx<'_>) -> Result<Box<dyn Element>, Vec<String>> {
     let extra_length = a.read_or("EXTRA_LENGTH", true);
     let nano = a.read_or("NANO", false);
     let unbuffered = a.read_or("UNBUFFERED", false);
-    let burst = a.read_or("BURST", DEFAULT_BURST).max(1);
+    let burst = a.read_or("BURST", ctx.default_burst).max(1);
     let use_from: Vec<linerate_args::Raw> = a.read_all("USE_ENCAP_FROM");
     a.complete().map_err(|e| e.0)?;
     if !use_from.is_empty() {

@@ -1,0 +1,18 @@
+//! Click's Ethernet elements: encapsulation, address rewriting, ARP.
+
+pub mod arpquerier;
+pub mod arpresponder;
+pub mod etherencap;
+pub mod etherrewrite;
+pub mod ethervlanencap;
+
+use linerate_runtime::ElementClass;
+
+/// The classes in this category.
+pub const CLASSES: &[ElementClass] = &[
+    arpquerier::CLASS,
+    arpresponder::CLASS,
+    etherencap::CLASS,
+    etherrewrite::CLASS,
+    ethervlanencap::CLASS,
+];

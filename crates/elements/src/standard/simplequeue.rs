@@ -1,0 +1,86 @@
+//! Stores packets in a FIFO queue (Click's single-threaded queue).
+//!
+//! # Synopsis
+//! `SimpleQueue([CAPACITY])`
+//!
+//! # Ports
+//! One push input; one pull output, and an optional push output 1 that
+//! receives dropped packets.
+//!
+//! # Arguments
+//! - `CAPACITY` (unsigned integer, default 1000): maximum queue length.
+//!
+//! Packets arriving when the queue is full are dropped (counted in `drops`)
+//! or, if output 1 is connected, pushed out of it (tail drop).
+//!
+//! # Handlers
+//! - `length` (read): packets in the queue now.
+//! - `highwater_length` (read): the largest length seen.
+//! - `capacity` (read/write): maximum length.
+//! - `drops` (read): packets dropped.
+//! - `reset_counts` (write): reset `drops`, and `highwater_length` to the
+//!   current length.
+//! - `reset` (write): drop every queued packet.
+//!
+//! # Example
+//! ```click
+//! InfiniteSource(LIMIT 100, STOP true) -> q :: SimpleQueue(10) -> Unqueue -> Discard;
+//! ```
+//!
+//! # Implementation
+//! Same as `Queue`: a ring buffer preallocated to the capacity, a batch
+//! enqueued and dequeued in one pass. linerate's Queue needs no locks
+//! either, so the two behave identically.
+
+use super::queue::{QueueCore, HANDLERS};
+use linerate_runtime::{Batch, ConfigureCtx, Ctx, Element, ElementClass, HandlerSpec};
+use std::any::Any;
+
+/// The `SimpleQueue` element class.
+pub const CLASS: ElementClass = ElementClass {
+    name: "SimpleQueue",
+    port_count: "1/1-2",
+    processing: "h/lh",
+    doc: element_doc!("standard/simplequeue"),
+    make,
+};
+
+struct SimpleQueue {
+    core: QueueCore,
+}
+
+fn make(ctx: &ConfigureCtx<'_>) -> Result<Box<dyn Element>, Vec<String>> {
+    Ok(Box::new(SimpleQueue {
+        core: QueueCore::configure(ctx)?,
+    }))
+}
+
+impl Element for SimpleQueue {
+    fn push(&mut self, _port: usize, batch: Batch, ctx: &mut Ctx<'_>) {
+        self.core.push_tail_drop(batch, ctx);
+    }
+
+    fn pull(&mut self, _port: usize, max: usize, _ctx: &mut Ctx<'_>) -> Option<Batch> {
+        self.core.pull(max)
+    }
+
+    fn handlers(&self) -> &[HandlerSpec] {
+        HANDLERS
+    }
+
+    fn read_handler(&self, name: &str) -> Option<String> {
+        self.core.read_handler(name)
+    }
+
+    fn write_handler(&mut self, name: &str, value: &str) -> Option<Result<(), String>> {
+        self.core.write_handler(name, value)
+    }
+
+    fn drops(&self) -> Vec<(&'static str, u64)> {
+        self.core.drops()
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}

@@ -1,0 +1,327 @@
+//! Checks IP headers: length, version, header length, total length,
+//! checksum and (optionally) source address.
+//!
+//! # Synopsis
+//! `CheckIPHeader([OFFSET, KEYWORDS])`
+//!
+//! # Ports
+//! One agnostic input; agnostic output 0 for valid packets, optional push
+//! output 1 for invalid packets (dropped when output 1 is not connected).
+//!
+//! # Arguments
+//! - `OFFSET` (unsigned, default 0): where the IP header starts.
+//! - `CHECKSUM` (boolean, default true): check the header checksum.
+//! - `BADSRC` (space-separated IP addresses, default empty): source
+//!   addresses to reject (unless the destination is in `GOODDST`).
+//! - `GOODDST` (space-separated IP addresses, default empty): destinations
+//!   exempt from the `BADSRC` check.
+//! - `INTERFACES` (space-separated address prefixes): this router's
+//!   interfaces; `18.26.4.9/24` adds `18.26.4.255` to `BADSRC` and
+//!   `18.26.4.9` to `GOODDST`, and `0.0.0.0` and `255.255.255.255` are added
+//!   to `BADSRC`.
+//! - `VERBOSE` (boolean, default false): report every bad packet, not just
+//!   the first.
+//! - `DETAILS` (boolean, default false): keep counts per reason
+//!   (`drop_details`).
+//!
+//! Click's old syntax `CheckIPHeader(BADSRC2 [, OFFSET])` is accepted: the
+//! addresses act as `BADSRC` plus `0.0.0.0` and `255.255.255.255`.
+//!
+//! Valid packets get their network and transport header annotations set,
+//! are trimmed to the IP total length (Ethernet padding), and get the
+//! `DST_IP` annotation. Drop reasons (Click's): `tiny packet`, `bad IP
+//! version`, `bad IP header length`, `bad IP length`, `bad IP checksum`,
+//! `bad source address`. The first bad packet is reported on standard error
+//! as `NAME: IP header check failed: REASON`.
+//!
+//! # Handlers
+//! - `drops` (read): invalid packets seen.
+//! - `drop_details` (read, only with `DETAILS true`): one line per reason,
+//!   `COUNT<tab>REASON`.
+//!
+//! # Example
+//! ```click
+//! FromDump(trace.pcap, STOP true) -> Strip(14) -> c :: CheckIPHeader
+//!     -> Discard;
+//! c[1] -> Discard;
+//! ```
+//!
+//! # Implementation
+//! One pass over the batch: each packet is checked in place, bad packets
+//! are marked in a bitmap on the stack, and only when some are bad is the
+//! batch split (order kept). The header checksum uses `linerate_wire`'s
+//! 8-bytes-at-a-time sum. Nothing is allocated.
+
+use super::util::{be16, set_ip_header};
+use linerate_runtime::{Batch, ConfigureCtx, Ctx, Element, ElementClass, HandlerSpec, Packet};
+use std::any::Any;
+use std::net::Ipv4Addr;
+
+/// The `CheckIPHeader` element class.
+pub const CLASS: ElementClass = ElementClass {
+    name: "CheckIPHeader",
+    port_count: "1/1-2",
+    processing: "a/ah",
+    doc: element_doc!("ip/checkipheader"),
+    make,
+};
+
+pub(crate) const REASONS: [&str; 6] = [
+    "tiny packet",
+    "bad IP version",
+    "bad IP header length",
+    "bad IP length",
+    "bad IP checksum",
+    "bad source address",
+];
+
+const TINY: u8 = 0;
+const BAD_VERSION: u8 = 1;
+const BAD_HLEN: u8 = 2;
+const BAD_IP_LEN: u8 = 3;
+const BAD_CHECKSUM: u8 = 4;
+const BAD_SADDR: u8 = 5;
+
+pub(crate) struct CheckIPHeader {
+    name: String,
+    offset: usize,
+    bad_src: Vec<u32>,
+    good_dst: Vec<u32>,
+    checksum: bool,
+    verbose: bool,
+    details: bool,
+    has_out1: bool,
+    drops: u64,
+    reason_drops: [u64; 6],
+}
+
+fn parse_addrs(s: &str) -> Result<Vec<u32>, String> {
+    s.split_ascii_whitespace()
+        .map(|w| {
+            w.parse::<Ipv4Addr>()
+                .map(u32::from)
+                .map_err(|_| "expected list of IP addresses".to_string())
+        })
+        .collect()
+}
+
+fn make(ctx: &ConfigureCtx<'_>) -> Result<Box<dyn Element>, Vec<String>> {
+    make_common(ctx, true).map(|e| Box::new(e) as Box<dyn Element>)
+}
+
+/// Configures CheckIPHeader, or CheckIPHeader2 when `checksum_default` is
+/// false (CheckIPHeader2 never checks checksums).
+pub(crate) fn make_common(
+    ctx: &ConfigureCtx<'_>,
+    checksum_default: bool,
+) -> Result<CheckIPHeader, Vec<String>> {
+    use linerate_args::{Args, Ipv4Prefix, Raw};
+    let mut a = Args::new(&ctx.args);
+    let mut errs = Vec::new();
+    let mut bad_src = Vec::new();
+    let mut good_dst = Vec::new();
+    if let Some(Raw(s)) = a.read::<Raw>("INTERFACES") {
+        for w in s.split_ascii_whitespace() {
+            match <Ipv4Prefix as linerate_args::ArgValue>::parse_arg(w).ok() {
+                Some(p) => {
+                    let mask = u32::from(p.mask());
+                    bad_src.push((u32::from(p.addr) & mask) | !mask);
+                    good_dst.push(u32::from(p.addr));
+                }
+                None => errs.push("INTERFACES: expected list of IP address prefixes".to_string()),
+            }
+        }
+        bad_src.push(0);
+        bad_src.push(u32::MAX);
+    }
+    if let Some(Raw(s)) = a.read::<Raw>("BADSRC") {
+        match parse_addrs(&s) {
+            Ok(v) => bad_src = v,
+            Err(e) => errs.push(format!("BADSRC: {e}")),
+        }
+    }
+    if let Some(Raw(s)) = a.read::<Raw>("GOODDST") {
+        match parse_addrs(&s) {
+            Ok(v) => good_dst = v,
+            Err(e) => errs.push(format!("GOODDST: {e}")),
+        }
+    }
+    let mut offset: usize = a.read_or("OFFSET", 0usize);
+    let verbose = a.read_or("VERBOSE", false);
+    let details = a.read_or("DETAILS", false);
+    let checksum = a.read_or("CHECKSUM", checksum_default) && checksum_default;
+    let rest = a.read_rest();
+    a.complete().map_err(|e| e.0)?;
+    match rest.len() {
+        0 => {}
+        1 if rest[0].parse::<usize>().is_ok() => offset = rest[0].parse().unwrap_or(0),
+        1 | 2 => {
+            // Old syntax: BADSRC2 [, OFFSET].
+            match parse_addrs(&rest[0]) {
+                Ok(mut v) => {
+                    v.push(0);
+                    v.push(u32::MAX);
+                    bad_src = v;
+                }
+                Err(e) => errs.push(format!("BADSRC: {e}")),
+            }
+            if let Some(o) = rest.get(1) {
+                match o.parse::<usize>() {
+                    Ok(o) => offset = o,
+                    Err(_) => errs.push("OFFSET: expected unsigned integer".to_string()),
+                }
+            }
+        }
+        _ => errs.push("too many arguments".to_string()),
+    }
+    if !errs.is_empty() {
+        return Err(errs);
+    }
+    Ok(CheckIPHeader {
+        name: ctx.name.to_string(),
+        offset,
+        bad_src,
+        good_dst,
+        checksum,
+        verbose,
+        details,
+        has_out1: ctx.noutputs() > 1,
+        drops: 0,
+        reason_drops: [0; 6],
+    })
+}
+
+const HANDLERS: &[HandlerSpec] = &[HandlerSpec::counter("drops")];
+const HANDLERS_DETAILS: &[HandlerSpec] = &[
+    HandlerSpec::counter("drops"),
+    HandlerSpec::read("drop_details"),
+];
+
+impl CheckIPHeader {
+    /// Checks one packet; on success sets its annotations and trims it.
+    #[inline(always)]
+    fn check(&self, p: &mut Packet) -> Result<(), u8> {
+        let off = self.offset;
+        let d = p.data();
+        let plen = match d.len().checked_sub(off) {
+            Some(l) if l >= 20 => l,
+            _ => return Err(TINY),
+        };
+        let ip = &d[off..];
+        if ip[0] >> 4 != 4 {
+            return Err(BAD_VERSION);
+        }
+        let hlen = usize::from(ip[0] & 15) << 2;
+        if hlen < 20 {
+            return Err(BAD_HLEN);
+        }
+        let len = usize::from(be16(ip, 2));
+        if len > plen || len < hlen {
+            return Err(BAD_IP_LEN);
+        }
+        if self.checksum && super::util::ip_header_sum(&ip[..hlen]) != 0xffff {
+            return Err(BAD_CHECKSUM);
+        }
+        let dst = [ip[16], ip[17], ip[18], ip[19]];
+        if !self.bad_src.is_empty() {
+            let src = u32::from_be_bytes([ip[12], ip[13], ip[14], ip[15]]);
+            if self.bad_src.contains(&src) && !self.good_dst.contains(&u32::from_be_bytes(dst)) {
+                return Err(BAD_SADDR);
+            }
+        }
+        set_ip_header(p, off, hlen);
+        if plen > len {
+            p.take(plen - len);
+        }
+        p.anno_mut().user[..4].copy_from_slice(&dst);
+        Ok(())
+    }
+
+    #[cold]
+    fn note_drop(&mut self, reason: u8) {
+        if self.drops == 0 || self.verbose {
+            super::util::chatter(&format!(
+                "{}: IP header check failed: {}",
+                self.name, REASONS[reason as usize]
+            ));
+        }
+        self.drops += 1;
+        self.reason_drops[reason as usize] += 1;
+    }
+
+    pub(crate) fn run(&mut self, mut batch: Batch, ctx: &mut Ctx<'_>) -> Batch {
+        let bad = super::util::partition(&mut batch, |p| match self.check(p) {
+            Ok(()) => false,
+            Err(r) => {
+                self.note_drop(r);
+                true
+            }
+        });
+        if let Some(out) = bad {
+            self.emit_bad(out, ctx);
+        }
+        batch
+    }
+
+    fn emit_bad(&mut self, out: Batch, ctx: &mut Ctx<'_>) {
+        if self.has_out1 {
+            ctx.push(1, out);
+        }
+    }
+
+    pub(crate) fn handler_list(&self) -> &'static [HandlerSpec] {
+        if self.details {
+            HANDLERS_DETAILS
+        } else {
+            HANDLERS
+        }
+    }
+
+    pub(crate) fn read(&self, name: &str) -> Option<String> {
+        match name {
+            "drops" => Some(self.drops.to_string()),
+            "drop_details" if self.details => Some(details_text(&self.reason_drops, &REASONS)),
+            _ => None,
+        }
+    }
+
+    pub(crate) fn drop_list(&self) -> Vec<(&'static str, u64)> {
+        REASONS
+            .iter()
+            .zip(self.reason_drops)
+            .filter(|(_, n)| *n > 0)
+            .map(|(r, n)| (*r, n))
+            .collect()
+    }
+}
+
+/// Click's `drop_details` text: `COUNT<tab>REASON` lines.
+pub(crate) fn details_text(counts: &[u64], reasons: &[&str]) -> String {
+    let mut s = String::new();
+    for (n, r) in counts.iter().zip(reasons) {
+        s.push_str(&format!("{n}\t{r}\n"));
+    }
+    s
+}
+
+impl Element for CheckIPHeader {
+    fn action(&mut self, batch: Batch, ctx: &mut Ctx<'_>) -> Batch {
+        self.run(batch, ctx)
+    }
+
+    fn handlers(&self) -> &[HandlerSpec] {
+        self.handler_list()
+    }
+
+    fn read_handler(&self, name: &str) -> Option<String> {
+        self.read(name)
+    }
+
+    fn drops(&self) -> Vec<(&'static str, u64)> {
+        self.drop_list()
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}

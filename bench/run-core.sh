@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Build the release binaries and run the core framework benchmark.
-# Usage: bench/run-core.sh [--runs N] [--quick]
+# Usage: [SUITE=core|ip] bench/run-core.sh [--runs N] [--quick]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo build --release -q -p linerate-cli -p linerate-bench
-exec target/release/linerate-bench core "$@"
+exec target/release/linerate-bench "${SUITE:-core}" "$@"

@@ -1,5 +1,9 @@
 //! `linerate-bench`: the benchmarks behind docs/performance.md.
 //!
+//! `linerate-bench ip [...]` runs issue 3's pipelines of Click's IP elements
+//! (AggregateIPFlows; DecIPTTL, SetIPChecksum and ToDump to a memory-backed
+//! file system).
+//!
 //! `linerate-bench core [--runs N] [--traces DIR] [--quick]` runs the core
 //! framework benchmark of issue 2: each case is a separate `linerate`
 //! process (start-up included), timed from spawn to exit, repeated N times
@@ -83,8 +87,9 @@ fn chain(n: usize) -> String {
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    if args.first().map(String::as_str) != Some("core") {
-        eprintln!("usage: linerate-bench core [--runs N] [--traces DIR] [--quick]");
+    let suite = args.first().cloned().unwrap_or_default();
+    if suite != "core" && suite != "ip" {
+        eprintln!("usage: linerate-bench core|ip [--runs N] [--traces DIR] [--quick]");
         std::process::exit(2);
     }
     let mut runs = 5;
@@ -112,6 +117,9 @@ fn main() {
         ensure_trace(&traces, "small20m", "small-20m.pcap")
     };
     let big_n: u64 = if quick { 2_000_000 } else { 20_000_000 };
+    if suite == "ip" {
+        return suite_ip(&big, big_n, &traces, runs);
+    }
     let large = ensure_trace(&traces, "large", "large-500k.pcap");
     let b = big.display().to_string();
     let l = large.display().to_string();
@@ -126,10 +134,27 @@ fn main() {
         Case { name: "per-packet workload, 1 thread".into(), packets: gen_n / 2, cmd: lr(&format!("InfiniteSource(LENGTH 64, LIMIT {}, STOP true) -> Counter -> Counter -> Counter -> Counter -> Discard", gen_n / 2), &[]) },
         Case { name: "per-packet workload, 2 threads replicated".into(), packets: gen_n / 2, cmd: lr(&format!("InfiniteSource(LENGTH 64, LIMIT {}, STOP true) -> Counter -> Counter -> Counter -> Counter -> Discard", gen_n / 2), &["--threads", "2", "--replicate"]) },
     ];
+    let medians = measure(&cases, runs);
+    println!();
+    println!(
+        "FromDump vs floor: {:.1} % of the floor's rate",
+        medians[1] / medians[0] * 100.0
+    );
+    let per_elem_ns = (1e3 / medians[5] - 1e3 / medians[4]) / 9.0;
+    println!("per-element cost (10 Nulls - 1 Null) / 9: {per_elem_ns:.2} ns/packet");
+    println!(
+        "replicated speed-up, 2 threads: {:.2}x",
+        medians[7] / medians[6]
+    );
+}
+
+/// Run every case `runs` times after one warm-up run; print the table and
+/// return the median rates in Mpps.
+fn measure(cases: &[Case], runs: usize) -> Vec<f64> {
     println!("| case | packets | median s | min s | max s | median Mpps |");
     println!("|---|---:|---:|---:|---:|---:|");
     let mut medians = Vec::new();
-    for c in &cases {
+    for c in cases {
         run_once(&c.cmd); // warm the page cache and the binary
         let v: Vec<f64> = (0..runs).map(|_| run_once(&c.cmd)).collect();
         let (med, min, max) = stats(v);
@@ -144,15 +169,32 @@ fn main() {
         );
         medians.push(c.packets as f64 / med / 1e6);
     }
-    println!();
-    println!(
-        "FromDump vs floor: {:.1} % of the floor's rate",
-        medians[1] / medians[0] * 100.0
-    );
-    let per_elem_ns = (1e3 / medians[5] - 1e3 / medians[4]) / 9.0;
-    println!("per-element cost (10 Nulls - 1 Null) / 9: {per_elem_ns:.2} ns/packet");
-    println!(
-        "replicated speed-up, 2 threads: {:.2}x",
-        medians[7] / medians[6]
-    );
+    medians
+}
+
+/// Issue 3's pipelines of Click's IP elements.
+fn suite_ip(big: &Path, big_n: u64, traces: &Path, runs: usize) {
+    let small = ensure_trace(traces, "small", "small-2m.pcap");
+    let (b, s) = (big.display().to_string(), small.display().to_string());
+    let shm = if Path::new("/dev/shm").is_dir() {
+        "/dev/shm"
+    } else {
+        "/tmp"
+    };
+    let out = format!("{shm}/linerate-bench-out.pcap");
+    let cases = vec![
+        Case { name: "FromDump(T) -> Discard (reference)".into(), packets: big_n, cmd: lr(&format!("FromDump({b}, STOP true) -> Discard"), &[]) },
+        Case {
+            name: "FromDump(T) -> Strip(14) -> CheckIPHeader -> AggregateIPFlows -> Discard".into(),
+            packets: big_n,
+            cmd: lr(&format!("FromDump({b}, STOP true) -> Strip(14) -> CheckIPHeader -> AggregateIPFlows -> Discard"), &[]),
+        },
+        Case {
+            name: format!("FromDump(2M) -> Strip(14) -> CheckIPHeader -> DecIPTTL -> SetIPChecksum -> Unstrip(14) -> ToDump({shm})"),
+            packets: 2_000_000,
+            cmd: lr(&format!("FromDump({s}, STOP true) -> Strip(14) -> CheckIPHeader -> DecIPTTL -> SetIPChecksum -> Unstrip(14) -> ToDump({out})"), &[]),
+        },
+    ];
+    measure(&cases, runs);
+    let _ = std::fs::remove_file(&out);
 }

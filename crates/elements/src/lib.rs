@@ -13,6 +13,8 @@ macro_rules! element_doc {
     };
 }
 
+pub mod ethernet;
+pub mod model;
 pub mod standard;
 pub mod threads;
 pub mod userlevel;
@@ -27,6 +29,8 @@ pub(crate) fn parse_value<T: linerate_args::ArgValue>(s: &str) -> Result<T, Stri
 /// Every element class in this crate.
 pub fn classes() -> Vec<ElementClass> {
     let mut v = Vec::new();
+    v.extend_from_slice(ethernet::CLASSES);
+    v.extend_from_slice(model::CLASSES);
     v.extend_from_slice(standard::CLASSES);
     v.extend_from_slice(threads::CLASSES);
     v.extend_from_slice(userlevel::CLASSES);

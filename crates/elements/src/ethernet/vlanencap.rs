@@ -24,7 +24,6 @@
 //! bytes (no room for the addresses) are dropped and counted (`drops`).
 //!
 //! # Handlers
-//! - `config` (read): `VLAN_ID id, VLAN_PCP pcp[, NATIVE_VLAN n]`, or `ANNO`.
 //! - `vlan_tci` (read/write): the TCI in decimal, or `ANNO`.
 //! - `vlan_id`, `vlan_pcp`, `native_vlan`, `ethertype` (read/write).
 //! - `drops` (read): packets too short to tag.
@@ -40,7 +39,9 @@
 //! buffer or trace mapping, or a clone) is first copied into its own buffer,
 //! as in Click. The `VLAN_TCI` annotation is read in host byte order
 //! (linerate's annotation convention; Click stores it in network order).
-//! Without `VLAN_TCI` or `VLAN_ID` Click's documentation asks for exactly one
+//! Click's element-specific `config` handler (which prints the parsed
+//! VLAN_ID and VLAN_PCP) is not provided: `config` is linerate's generic
+//! handler, the configuration string. Without `VLAN_TCI` or `VLAN_ID` Click's documentation asks for exactly one
 //! of them, but Click (and linerate) then use VLAN ID 0, which is the default
 //! native VLAN: packets pass untagged.
 
@@ -125,7 +126,6 @@ fn make(ctx: &ConfigureCtx<'_>) -> Result<Box<dyn Element>, Vec<String>> {
 }
 
 const HANDLERS: &[HandlerSpec] = &[
-    HandlerSpec::read("config"),
     HandlerSpec::read_write("vlan_tci"),
     HandlerSpec::read_write("vlan_id"),
     HandlerSpec::read_write("vlan_pcp"),
@@ -172,17 +172,6 @@ impl Element for VlanEncap {
     fn read_handler(&self, name: &str) -> Option<String> {
         let c = &self.c;
         Some(match name {
-            "config" => {
-                let mut s = if c.use_anno {
-                    "ANNO".to_string()
-                } else {
-                    format!("VLAN_ID {}, VLAN_PCP {}", c.tci & 0xFFF, c.tci >> 13)
-                };
-                if c.native != 0 {
-                    s.push_str(&format!(", NATIVE_VLAN {}", c.native));
-                }
-                s
-            }
             "vlan_tci" if c.use_anno => "ANNO".to_string(),
             "vlan_tci" => c.tci.to_string(),
             "vlan_id" => (c.tci & 0xFFF).to_string(),

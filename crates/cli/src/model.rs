@@ -2,7 +2,7 @@
 //! predict the cores a line rate needs, and place a network function in the
 //! model (docs/model.md).
 
-use linerate_model::calibrate::{self, Clock, Io, Options};
+use linerate_model::calibrate::{self, Clock, Estimator, Io, Options};
 use linerate_model::ether::{self, Mix};
 use linerate_model::fit::Fit;
 use linerate_model::{plot, predict, Model};
@@ -40,6 +40,10 @@ pub enum ModelCmd {
         /// machine) or wall (monotonic wall clock). Both are recorded.
         #[arg(long, default_value = "cpu")]
         clock: String,
+        /// How the runs of a grid point enter the fit: min (the fastest run,
+        /// default) or all (default with --quick).
+        #[arg(long)]
+        estimator: Option<String>,
     },
     /// Cores needed for line rate, from a model.
     Predict {
@@ -96,8 +100,11 @@ pub fn main(cmd: ModelCmd) -> i32 {
             compare,
             repeats,
             clock,
+            estimator,
         } => Clock::parse(&clock).and_then(|clock| {
-            calibrate_cmd(&io, quick, &out, plots, csv, compare, repeats, clock)
+            calibrate_cmd(
+                &io, quick, &out, plots, csv, compare, repeats, clock, estimator,
+            )
         }),
         ModelCmd::Predict {
             rate,
@@ -114,7 +121,9 @@ pub fn main(cmd: ModelCmd) -> i32 {
             size,
             quick,
             clock,
-        } => Clock::parse(&clock).and_then(|clock| nf_cmd(&config, &io, &model, size, quick, clock)),
+        } => {
+            Clock::parse(&clock).and_then(|clock| nf_cmd(&config, &io, &model, size, quick, clock))
+        }
     };
     match r {
         Ok(()) => 0,
@@ -139,20 +148,25 @@ fn param_line(name: &str, unit: &str, p: &linerate_model::fit::Param, prec: usiz
 pub fn report(m: &Model) -> String {
     let f = &m.fit;
     let mut s = format!(
-        "linerate model: {} I/O, {} clock, {} lengths x {} step counts x {} runs = {} runs in {:.1} s\n",
+        "linerate model: {} I/O, {} clock, {} lengths x {} step counts x {} runs = {} runs in {:.1} s; fit on {}\n",
         m.io,
         m.clock,
         m.lengths.len(),
         m.steps.len(),
         m.repeats,
         m.points.len(),
-        m.duration_s
+        m.duration_s,
+        if m.estimator == "min" {
+            "the fastest run of each grid point"
+        } else {
+            "every run"
+        }
     );
     s += &param_line("C", "ns", &f.c, 2);
     s += &param_line("P", "ns/B", &f.p, 4);
     s += &param_line("H", "ns", &f.h, 3);
     s += &format!(
-        "R² = {:.4} (weighted {:.4}); residual SD {:.2} %; largest residual {:.2} %; {} of {} runs above 3 %\n",
+        "R² = {:.4} (weighted {:.4}); residual SD {:.2} %; largest residual {:.2} %; {} of {} fitted points above 3 %\n",
         f.r2,
         f.r2_weighted,
         f.sigma_rel * 100.0,
@@ -210,6 +224,7 @@ fn calibrate_cmd(
     compare: Option<PathBuf>,
     repeats: Option<usize>,
     clock: Clock,
+    estimator: Option<String>,
 ) -> Result<(), String> {
     let io = Io::parse(io)?;
     let mut opts = if quick {
@@ -222,6 +237,9 @@ fn calibrate_cmd(
     }
     opts.progress = true;
     opts.clock = clock;
+    if let Some(e) = estimator {
+        opts.estimator = Estimator::parse(&e)?;
+    }
     opts.command = std::env::args().collect::<Vec<_>>().join(" ");
     let old = compare.as_deref().map(Model::load).transpose()?;
     let m = calibrate::calibrate(&opts)?;
@@ -232,7 +250,8 @@ fn calibrate_cmd(
             text += &format!("  {n}: {a:.4} then, {b:.4} now ({:+.1} %)\n", d * 100.0);
         }
     }
-    let write = |p: &Path, s: &str| std::fs::write(p, s).map_err(|e| format!("{}: {e}", p.display()));
+    let write =
+        |p: &Path, s: &str| std::fs::write(p, s).map_err(|e| format!("{}: {e}", p.display()));
     write(out, &m.to_json())?;
     text += &format!("wrote {}\n", out.display());
     if let Some(c) = &csv {
@@ -278,7 +297,10 @@ fn predict_cmd(
     let rates: Vec<f64> = if rates.is_empty() {
         ether::STANDARD_RATES.to_vec()
     } else {
-        rates.iter().map(|r| ether::parse_rate(r)).collect::<Result<_, _>>()?
+        rates
+            .iter()
+            .map(|r| ether::parse_rate(r))
+            .collect::<Result<_, _>>()?
     };
     let mut mixes: Vec<Mix> = if sizes.is_empty() && !imix {
         vec![Mix::single(64), Mix::single(1518)]
@@ -374,9 +396,15 @@ fn nf_cmd(
     }
     s.push('\n');
     for p in &pts {
-        s += &format!("{:>6} {:>6} {:>9.2} {:>8.1}", p.frame, p.p, p.ns_per_packet, p.h_equiv);
+        s += &format!(
+            "{:>6} {:>6} {:>9.2} {:>8.1}",
+            p.frame, p.p, p.ns_per_packet, p.h_equiv
+        );
         for r in ether::STANDARD_RATES {
-            s += &format!(" {:>8.2}", p.ns_per_packet / ether::ns_per_frame(r, p.frame));
+            s += &format!(
+                " {:>8.2}",
+                p.ns_per_packet / ether::ns_per_frame(r, p.frame)
+            );
         }
         s.push('\n');
     }

@@ -17,7 +17,10 @@ fn build(text: &str) -> Result<Router, String> {
 }
 
 fn read(r: &Router, h: &str) -> String {
-    let v = r.handle().call(h, None).unwrap_or_else(|e| panic!("{h}: {e}"));
+    let v = r
+        .handle()
+        .call(h, None)
+        .unwrap_or_else(|e| panic!("{h}: {e}"));
     v.trim_end().to_string()
 }
 
@@ -30,7 +33,8 @@ fn tmp(name: &str) -> PathBuf {
 fn write_pcap(path: &Path, frames: &[Vec<u8>]) {
     let mut w = PcapWriter::create(path, LinkType::ETHERNET, 65535, false).unwrap();
     for (i, f) in frames.iter().enumerate() {
-        w.write(1_000_000_000 * (i as u64 + 1), f.len() as u32, f).unwrap();
+        w.write(1_000_000_000 * (i as u64 + 1), f.len() as u32, f)
+            .unwrap();
     }
     w.flush().unwrap();
 }
@@ -47,7 +51,10 @@ fn records(p: &Path) -> Vec<Vec<u8>> {
 /// Run `FromDump(in) -> ELEMS -> ToDump(out)` on `frames`; return the router
 /// (for handlers) and the frames written.
 fn through(name: &str, elems: &str, frames: &[Vec<u8>]) -> (Router, Vec<Vec<u8>>) {
-    let (i, o) = (tmp(&format!("{name}-in.pcap")), tmp(&format!("{name}-out.pcap")));
+    let (i, o) = (
+        tmp(&format!("{name}-in.pcap")),
+        tmp(&format!("{name}-out.pcap")),
+    );
     write_pcap(&i, frames);
     let mut r = build(&format!(
         "FromDump({}, STOP true) -> {elems} -> ToDump({}, SNAPLEN 65535);",
@@ -79,7 +86,11 @@ fn tagged(tpid: [u8; 2], tci: [u8; 2]) -> Vec<u8> {
 #[test]
 fn encap_inserts_the_tag_after_the_addresses() {
     // VLAN 100, priority 3: TCI 0x6064.
-    let (r, out) = through("encap", "e :: VLANEncap(VLAN_ID 100, VLAN_PCP 3)", &[plain()]);
+    let (r, out) = through(
+        "encap",
+        "e :: VLANEncap(VLAN_ID 100, VLAN_PCP 3)",
+        &[plain()],
+    );
     assert_eq!(out, vec![tagged([0x81, 0x00], [0x60, 0x64])]);
     assert_eq!(read(&r, "e.config"), "VLAN_ID 100, VLAN_PCP 3");
     assert_eq!(read(&r, "e.vlan_tci"), "24676");
@@ -124,7 +135,10 @@ fn encap_argument_errors() {
         ("VLANEncap(VLAN_ID 4096)", "VLAN_ID: out of range"),
         ("VLANEncap(VLAN_PCP 8)", "VLAN_PCP: out of range"),
         ("VLANEncap(0x10000)", "VLAN_TCI: out of range"),
-        ("VLANEncap(VLAN_ID 1, NATIVE_VLAN -2)", "NATIVE_VLAN: out of range"),
+        (
+            "VLANEncap(VLAN_ID 1, NATIVE_VLAN -2)",
+            "NATIVE_VLAN: out of range",
+        ),
         ("VLANEncap(bogus)", "VLAN_TCI"),
     ] {
         let e = build(&format!("Idle -> {conf} -> Discard;")).err().unwrap();
@@ -139,7 +153,11 @@ fn decap_strips_the_tag_and_encap_anno_restores_it() {
     assert_eq!(out, vec![plain(), plain()]);
     // The annotation carries the TCI from VLANDecap to VLANEncap(ANNO);
     // an untagged frame gets TCI 0, the native VLAN, and stays untagged.
-    let (_, out) = through("anno", "VLANDecap -> VLANEncap(ANNO)", &[t.clone(), plain()]);
+    let (_, out) = through(
+        "anno",
+        "VLANDecap -> VLANEncap(ANNO)",
+        &[t.clone(), plain()],
+    );
     assert_eq!(out, vec![t.clone(), plain()]);
     // ANNO false leaves the annotation alone: VLANEncap(ANNO) then sees 0.
     let (_, out) = through("noanno", "VLANDecap(false) -> VLANEncap(ANNO)", &[t]);
@@ -149,7 +167,7 @@ fn decap_strips_the_tag_and_encap_anno_restores_it() {
 #[test]
 fn decap_other_tpids_and_truncated_tags() {
     let qinq = tagged([0x88, 0xa8], [0x00, 0x05]);
-    let (_, out) = through("other", "VLANDecap", &[qinq.clone()]);
+    let (_, out) = through("other", "VLANDecap", std::slice::from_ref(&qinq));
     assert_eq!(out, vec![qinq.clone()]);
     let (_, out) = through("qinq", "VLANDecap(ETHERTYPE 0x88a8)", &[qinq]);
     assert_eq!(out, vec![plain()]);

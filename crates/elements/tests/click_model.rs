@@ -26,13 +26,17 @@ fn run(text: &str) -> Router {
 }
 
 fn read(r: &Router, h: &str) -> String {
-    let v = r.handle().call(h, None).unwrap_or_else(|e| panic!("{h}: {e}"));
+    let v = r
+        .handle()
+        .call(h, None)
+        .unwrap_or_else(|e| panic!("{h}: {e}"));
     v.trim_end().to_string()
 }
 
 #[test]
 fn memoryreplay_frames_are_exact() {
-    let out = std::env::temp_dir().join(format!("linerate-model-replay-{}.pcap", std::process::id()));
+    let out =
+        std::env::temp_dir().join(format!("linerate-model-replay-{}.pcap", std::process::id()));
     let r = run(&format!(
         "s :: MemoryReplay(60, PACKETS 3, LIMIT 5, STOP true) -> ToDump({});",
         out.display()
@@ -104,13 +108,19 @@ fn parsesteps_result_is_deterministic_and_exact() {
     // The same on a second run and with any number of lanes (batches of 37
     // leave remainders).
     for lanes in [1, 2, 4, 8, 16] {
-        assert_eq!(read(&run(&conf(20, lanes)), "p.result"), expect(20), "LANES {lanes}");
+        assert_eq!(
+            read(&run(&conf(20, lanes)), "p.result"),
+            expect(20),
+            "LANES {lanes}"
+        );
     }
     assert_ne!(read(&run(&conf(21, 8)), "p.result"), expect(20));
     assert_eq!(read(&a, "p.steps"), "20");
     a.handle().call("p.reset", Some("")).unwrap();
     assert_eq!(read(&a, "p.result"), "0");
-    let e = build("Idle -> ParseSteps(1, LANES 3) -> Discard;").err().unwrap();
+    let e = build("Idle -> ParseSteps(1, LANES 3) -> Discard;")
+        .err()
+        .unwrap();
     assert!(e.contains("LANES must be 1, 2, 4, 8 or 16"), "{e}");
 }
 
@@ -129,5 +139,8 @@ fn parsesteps_cost_grows_with_steps() {
     // 50, asserted with a wide margin for a loaded machine.
     let best = |steps| (0..5).map(|_| time(steps)).fold(f64::INFINITY, f64::min);
     let (t0, t50, t400) = (best(0), best(50), best(400));
-    assert!(t50 > t0 && t400 > 2.0 * t50, "0: {t0} s, 50: {t50} s, 400: {t400} s");
+    assert!(
+        t50 > t0 && t400 > 2.0 * t50,
+        "0: {t0} s, 50: {t50} s, 400: {t400} s"
+    );
 }

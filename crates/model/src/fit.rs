@@ -113,7 +113,7 @@ pub fn quad_form(m: &[[f64; 3]; 3], x: [f64; 3]) -> f64 {
 fn inverse3(a: &[[f64; 3]; 3]) -> Option<[[f64; 3]; 3]> {
     // Scale to unit diagonal so the singularity test is scale-free.
     let d: Vec<f64> = (0..3).map(|i| a[i][i].sqrt()).collect();
-    if d.iter().any(|&x| !(x > 0.0) || !x.is_finite()) {
+    if d.iter().any(|&x| x <= 0.0 || !x.is_finite()) {
         return None;
     }
     let s = |i: usize, j: usize| a[i][j] / (d[i] * d[j]);
@@ -121,7 +121,7 @@ fn inverse3(a: &[[f64; 3]; 3]) -> Option<[[f64; 3]; 3]> {
         let r: Vec<usize> = (0..3).filter(|&k| k != i).collect();
         let c: Vec<usize> = (0..3).filter(|&k| k != j).collect();
         let m = s(r[0], c[0]) * s(r[1], c[1]) - s(r[0], c[1]) * s(r[1], c[0]);
-        if (i + j) % 2 == 0 {
+        if (i + j) & 1 == 0 {
             m
         } else {
             -m
@@ -160,9 +160,14 @@ pub fn relative_weights(pts: &[(f64, f64, f64)]) -> Vec<f64> {
 pub fn fit(obs: &[Obs]) -> Result<Fit, String> {
     let n = obs.len();
     if n < 4 {
-        return Err(format!("need at least 4 observations to fit 3 parameters, have {n}"));
+        return Err(format!(
+            "need at least 4 observations to fit 3 parameters, have {n}"
+        ));
     }
-    if obs.iter().any(|o| !(o.w > 0.0 && o.w.is_finite() && o.t.is_finite())) {
+    if obs
+        .iter()
+        .any(|o| !(o.w > 0.0 && o.w.is_finite() && o.t.is_finite()))
+    {
         return Err("observations need finite times and positive weights".into());
     }
     let mut a = [[0.0; 3]; 3];
@@ -235,7 +240,11 @@ pub fn fit(obs: &[Obs]) -> Result<Fit, String> {
         n,
         dof,
         r2: if tss > 0.0 { 1.0 - rss / tss } else { f64::NAN },
-        r2_weighted: if wtss > 0.0 { 1.0 - wrss / wtss } else { f64::NAN },
+        r2_weighted: if wtss > 0.0 {
+            1.0 - wrss / wtss
+        } else {
+            f64::NAN
+        },
         sigma_rel: sigma2.sqrt(),
         max_rel_residual,
         above_3pct,

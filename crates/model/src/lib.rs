@@ -114,6 +114,8 @@ pub struct Model {
     pub io: String,
     /// The clock the fit uses: `cpu` (thread CPU time) or `wall`.
     pub clock: String,
+    /// How runs enter the fit: `min` (fastest run per grid point) or `all`.
+    pub estimator: String,
     /// Seconds since the UNIX epoch when the calibration ended.
     pub created_unix: u64,
     /// The command line.
@@ -141,8 +143,7 @@ pub struct Model {
 impl Model {
     /// Read a model file.
     pub fn load(path: &std::path::Path) -> Result<Model, String> {
-        let text =
-            std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
         let m: Model =
             serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
         if m.format != FORMAT {
@@ -265,8 +266,12 @@ pub fn predict(fit: &Fit, rate_bps: f64, mix: &Mix, steps: f64) -> Prediction {
 
 /// Compare two models' C, P and H: (name, a, b, (b − a)/a).
 pub fn compare(a: &Fit, b: &Fit) -> Vec<(&'static str, f64, f64, f64)> {
-    [("C", a.c.value, b.c.value), ("P", a.p.value, b.p.value), ("H", a.h.value, b.h.value)]
-        .into_iter()
-        .map(|(n, x, y)| (n, x, y, (y - x) / x))
-        .collect()
+    [
+        ("C", a.c.value, b.c.value),
+        ("P", a.p.value, b.p.value),
+        ("H", a.h.value, b.h.value),
+    ]
+    .into_iter()
+    .map(|(n, x, y)| (n, x, y, (y - x) / x))
+    .collect()
 }

@@ -2,8 +2,8 @@
 //! fonts are needed to draw).
 
 use crate::ether::{self, Mix};
-use crate::{predict, Model};
 use crate::fit::Fit;
+use crate::{predict, Model};
 use plotters::prelude::*;
 use std::path::Path;
 
@@ -112,7 +112,11 @@ pub fn cores_plot(fit: &Fit, mix: &Mix, hmax: f64, path: &Path) -> Result<(), St
     let root = SVGBackend::new(path, (960, 640)).into_drawing_area();
     root.fill(&WHITE).map_err(e(path))?;
     let traffic = if mix.parts.len() == 1 {
-        format!("{}-byte frames (p = {})", mix.parts[0].0, ether::packet_len(mix.parts[0].0))
+        format!(
+            "{}-byte frames (p = {})",
+            mix.parts[0].0,
+            ether::packet_len(mix.parts[0].0)
+        )
     } else {
         format!("{} (mean frame {:.1} bytes)", mix.name, mix.mean_size())
     };

@@ -87,7 +87,11 @@ fn noisy_fit_recovers_parameters_within_its_intervals() {
             prm.ci_low,
             prm.ci_high
         );
-        assert!(prm.se > 0.0 && prm.se < 0.05 * truth, "{name}: SE {}", prm.se);
+        assert!(
+            prm.se > 0.0 && prm.se < 0.05 * truth,
+            "{name}: SE {}",
+            prm.se
+        );
     }
     assert!(f.r2 > 0.99, "R² {}", f.r2);
     assert!((f.sigma_rel - 0.01).abs() < 0.003, "σ {}", f.sigma_rel);
@@ -113,7 +117,10 @@ fn intervals_cover_the_truth_about_95_percent_of_the_time() {
     // Binomial(400, 0.95): SD 4.4 points; allow about 3.5 SD either side.
     // The weights come from the noisy means, so coverage is only near 95 %.
     for c in covered {
-        assert!((365..=398).contains(&c), "coverage {c}/{trials}: {covered:?}");
+        assert!(
+            (365..=398).contains(&c),
+            "coverage {c}/{trials}: {covered:?}"
+        );
     }
 }
 
@@ -142,16 +149,46 @@ fn line_rate_arithmetic() {
     assert_eq!(ether::wire_bytes(64), 84);
     assert_eq!(ether::wire_bytes(1518), 1538);
     assert_eq!(ether::wire_bytes(0), 84);
-    assert!(close(ether::frames_per_second(10e9, 64), 14_880_952.38, 0.01));
-    assert!(close(ether::frames_per_second(10e9, 1518), 812_743.82, 0.01));
-    assert!(close(ether::frames_per_second(100e9, 64), 148_809_523.8, 0.1));
-    assert!(close(ether::frames_per_second(25e9, 64), 37_202_380.95, 0.01));
-    assert!(close(ether::frames_per_second(40e9, 64), 59_523_809.52, 0.01));
-    assert!(close(ether::frames_per_second(400e9, 64), 595_238_095.2, 0.1));
+    assert!(close(
+        ether::frames_per_second(10e9, 64),
+        14_880_952.38,
+        0.01
+    ));
+    assert!(close(
+        ether::frames_per_second(10e9, 1518),
+        812_743.82,
+        0.01
+    ));
+    assert!(close(
+        ether::frames_per_second(100e9, 64),
+        148_809_523.8,
+        0.1
+    ));
+    assert!(close(
+        ether::frames_per_second(25e9, 64),
+        37_202_380.95,
+        0.01
+    ));
+    assert!(close(
+        ether::frames_per_second(40e9, 64),
+        59_523_809.52,
+        0.01
+    ));
+    assert!(close(
+        ether::frames_per_second(400e9, 64),
+        595_238_095.2,
+        0.1
+    ));
     assert!(close(ether::ns_per_frame(100e9, 64), 6.72, 1e-12));
     assert_eq!(ether::packet_len(64), 60);
     assert_eq!(ether::packet_len(0), 0);
-    for (s, v) in [("100G", 100e9), ("25g", 25e9), ("2.5G", 2.5e9), ("400Gbps", 400e9), ("800M", 800e6)] {
+    for (s, v) in [
+        ("100G", 100e9),
+        ("25g", 25e9),
+        ("2.5G", 2.5e9),
+        ("400Gbps", 400e9),
+        ("800M", 800e6),
+    ] {
         assert_eq!(ether::parse_rate(s).unwrap(), v, "{s}");
     }
     assert!(ether::parse_rate("fast").is_err());
@@ -205,7 +242,11 @@ fn prediction_intervals_widen_with_uncertainty() {
     let p = predict(&f, 100e9, &Mix::single(64), 20.0);
     assert!(p.cores_ci.0 < p.cores && p.cores < p.cores_ci.1, "{p:?}");
     let truth = (TRUE.0 + TRUE.1 * 60.0 + TRUE.2 * 20.0) / 6.72;
-    assert!((p.cores - truth).abs() / truth < 0.05, "{} vs {truth}", p.cores);
+    assert!(
+        (p.cores - truth).abs() / truth < 0.05,
+        "{} vs {truth}",
+        p.cores
+    );
 }
 
 #[test]
@@ -216,6 +257,7 @@ fn model_file_round_trips() {
         format: FORMAT.into(),
         io: "memory".into(),
         clock: "cpu".into(),
+        estimator: "min".into(),
         created_unix: 1_790_000_000,
         command: "linerate model calibrate".into(),
         machine: Machine::current(),
@@ -237,7 +279,9 @@ fn model_file_round_trips() {
     std::fs::write(&f, &json).unwrap();
     assert_eq!(Model::load(&f).unwrap(), m);
     std::fs::write(&f, json.replace(FORMAT, "other/9")).unwrap();
-    assert!(Model::load(&f).unwrap_err().contains("not a linerate-model/1 file"));
+    assert!(Model::load(&f)
+        .unwrap_err()
+        .contains("not a linerate-model/1 file"));
     // The CSV has a header and one line per run.
     let csv = m.to_csv();
     assert_eq!(csv.lines().count(), 1 + m.points.len());
@@ -247,7 +291,11 @@ fn model_file_round_trips() {
     assert_eq!(files.len(), 4);
     for f in files {
         let s = std::fs::read_to_string(&f).unwrap();
-        assert!(s.contains("<svg") && s.contains("</svg>"), "{}", f.display());
+        assert!(
+            s.contains("<svg") && s.contains("</svg>"),
+            "{}",
+            f.display()
+        );
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }

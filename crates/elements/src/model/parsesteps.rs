@@ -12,13 +12,17 @@
 //!   processed in lockstep (see Implementation).
 //!
 //! One step, starting from a state seeded with the packet length:
-//! 1. choose an offset in the packet from the previous step's result and read
-//!    the four bytes there (packets shorter than four bytes use their length);
+//! 1. choose an offset in the packet's first 128 bytes (its headers) from the
+//!    previous step's result and read the four bytes there (packets shorter
+//!    than four bytes use their length);
 //! 2. hash them into the state (xor, multiply by a 32-bit odd constant, xor-shift);
 //! 3. branch on the hash: about one step in four takes the rare path;
 //! 4. look up a 256-entry table (1 KiB) indexed by the hash and fold the
 //!    entry in, on either path differently.
 //!
+//! Reading only the first 128 bytes keeps a step's cost independent of the
+//! packet length, as a header parser's is (reading anywhere in a 1,500-byte
+//! packet would add cache misses that grow with the length).
 //! Each step depends on the previous one (the offset read and the table index
 //! come from its result), so steps cannot be skipped, reordered or vectorised
 //! by the compiler. The final state of every packet is added into `result`.
@@ -76,12 +80,15 @@ static TABLE: [u32; 256] = {
     t
 };
 
+/// Bytes of a packet the steps read: its headers.
+pub const WINDOW: usize = 128;
+
 /// One parse-and-lookup step on packet data `d` from state `s`.
 #[inline(always)]
 pub fn step(s: u32, d: &[u8]) -> u32 {
-    let n = d.len();
+    let n = d.len().min(WINDOW);
     let w = if n >= 4 {
-        // Offset in [0, n-4], chosen by the previous result (Lemire's
+        // Offset in [0, n-4] of the window, chosen by the previous result (Lemire's
         // multiply-shift range reduction: no division).
         let off = ((u64::from(s) * (n as u64 - 3)) >> 32) as usize;
         match d.get(off..off + 4) {

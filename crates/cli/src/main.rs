@@ -4,6 +4,7 @@
 
 mod click;
 mod load;
+mod model;
 mod run;
 
 use clap::{ArgAction, Parser, Subcommand};
@@ -117,6 +118,9 @@ enum Cmd {
         /// Value to write.
         value: Option<String>,
     },
+    /// Performance model: measure C, P and H; predict the cores a line rate needs.
+    #[command(subcommand)]
+    Model(model::ModelCmd),
     /// Behave as Click's `click` driver (all following arguments are Click's).
     #[command(disable_help_flag = true)]
     Click {
@@ -305,6 +309,7 @@ fn main() -> ExitCode {
             }
         }
         Cmd::Click { args } => click::main(&args),
+        Cmd::Model(c) => model::main(c),
     };
     // exit(2) keeps the low 8 bits: Click's -1 (a failed `-x` handler) is 255.
     ExitCode::from(status as u8)

@@ -18,6 +18,7 @@ pub mod classification;
 pub mod ethernet;
 pub mod ip;
 pub mod iproute;
+pub mod model;
 pub mod standard;
 pub mod tcpudp;
 pub mod threads;
@@ -37,6 +38,7 @@ pub fn classes() -> Vec<ElementClass> {
     v.extend_from_slice(ethernet::CLASSES);
     v.extend_from_slice(ip::CLASSES);
     v.extend_from_slice(classification::CLASSES);
+    v.extend_from_slice(model::CLASSES);
     v.extend_from_slice(standard::CLASSES);
     v.extend_from_slice(threads::CLASSES);
     v.extend_from_slice(userlevel::CLASSES);

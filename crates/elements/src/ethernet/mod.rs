@@ -1,10 +1,12 @@
-//! Click's Ethernet elements: encapsulation, address rewriting, ARP.
+//! Click's Ethernet elements: encapsulation, address rewriting, VLAN tags, ARP.
 
 pub mod arpquerier;
 pub mod arpresponder;
 pub mod etherencap;
 pub mod etherrewrite;
 pub mod ethervlanencap;
+pub mod vlandecap;
+pub mod vlanencap;
 
 use linerate_runtime::ElementClass;
 
@@ -15,4 +17,6 @@ pub const CLASSES: &[ElementClass] = &[
     etherencap::CLASS,
     etherrewrite::CLASS,
     ethervlanencap::CLASS,
+    vlandecap::CLASS,
+    vlanencap::CLASS,
 ];

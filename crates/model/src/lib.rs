@@ -1,0 +1,277 @@
+//! linerate's performance model (issue 5).
+//!
+//! The time one core spends on a packet is modelled as `T = C + P·p + H·h`:
+//! `C` a constant per-packet cost (receive, hand through the graph, send or
+//! free), `P` a cost per byte of packet length `p`, `H` the cost of one
+//! parse-and-lookup step and `h` the number of steps. [`calibrate`] measures
+//! a test network function over a grid of `(p, h)` through a real linerate
+//! I/O path and [`fit`] estimates C, P and H with confidence intervals;
+//! [`predict`] turns a model into cores needed for a line rate using
+//! Ethernet's per-frame overhead ([`ether`]); [`plot`] draws the results.
+//! The method is described in `docs/model.md`.
+
+pub mod calibrate;
+pub mod ether;
+pub mod fit;
+pub mod plot;
+pub mod stats;
+
+use ether::Mix;
+use fit::{Fit, Param};
+use serde::{Deserialize, Serialize};
+
+/// The format tag written into model files.
+pub const FORMAT: &str = "linerate-model/1";
+
+/// The whitepaper's parameters (DPDK on a Xeon E5-2687W v4, 100G FPGA NIC).
+pub const WHITEPAPER: (f64, f64, f64) = (38.6, 0.101, 4.07);
+
+/// One measured run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Point {
+    /// Packet length in bytes as the software sees it (frame without FCS).
+    pub p: u64,
+    /// Parse-and-lookup steps.
+    pub h: u32,
+    /// Repetition number (0-based).
+    pub rep: usize,
+    /// Packets sent through the configuration.
+    pub packets: u64,
+    /// Wall-clock seconds the run took (monotonic clock around `Router::run`).
+    pub seconds: f64,
+    /// CPU seconds the running thread spent in the run (its
+    /// `CLOCK_THREAD_CPUTIME_ID`: time it was not descheduled).
+    pub cpu_seconds: f64,
+    /// Nanoseconds per packet on the model's clock: `seconds / packets` or
+    /// `cpu_seconds / packets`.
+    pub ns_per_packet: f64,
+}
+
+/// How noisy the measurements were.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Noise {
+    /// Median over grid points of the coefficient of variation (sd/mean)
+    /// of the repeated runs.
+    pub median_cv: f64,
+    /// Largest coefficient of variation.
+    pub max_cv: f64,
+    /// The grid point (p, h) with the largest one.
+    pub max_cv_at: (u64, u32),
+}
+
+/// The machine a model was measured on.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct Machine {
+    /// CPU model name.
+    pub cpu: String,
+    /// CPUs available to the process.
+    pub cpus: usize,
+    /// Kernel release.
+    pub kernel: String,
+    /// 1, 5 and 15-minute load averages before the calibration.
+    pub load_before: Option<[f64; 3]>,
+    /// The same after it.
+    pub load_after: Option<[f64; 3]>,
+}
+
+impl Machine {
+    /// Describe the machine this process runs on.
+    pub fn current() -> Machine {
+        let cpu = std::fs::read_to_string("/proc/cpuinfo")
+            .ok()
+            .and_then(|s| {
+                s.lines()
+                    .find(|l| l.starts_with("model name"))
+                    .and_then(|l| l.split_once(':'))
+                    .map(|(_, v)| v.trim().to_string())
+            })
+            .unwrap_or_else(|| std::env::consts::ARCH.to_string());
+        Machine {
+            cpu,
+            cpus: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            kernel: std::fs::read_to_string("/proc/sys/kernel/osrelease")
+                .map(|s| s.trim().to_string())
+                .unwrap_or_default(),
+            load_before: loadavg(),
+            load_after: None,
+        }
+    }
+}
+
+/// The 1, 5 and 15-minute load averages, where the system reports them.
+pub fn loadavg() -> Option<[f64; 3]> {
+    let s = std::fs::read_to_string("/proc/loadavg").ok()?;
+    let mut it = s.split_whitespace().map(|w| w.parse::<f64>().ok());
+    Some([it.next()??, it.next()??, it.next()??])
+}
+
+/// A calibrated model: what `linerate model calibrate` writes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Model {
+    /// [`FORMAT`].
+    pub format: String,
+    /// The I/O path measured (`memory`, `pcap`).
+    pub io: String,
+    /// The clock the fit uses: `cpu` (thread CPU time) or `wall`.
+    pub clock: String,
+    /// How runs enter the fit: `min` (fastest run per grid point) or `all`.
+    pub estimator: String,
+    /// Seconds since the UNIX epoch when the calibration ended.
+    pub created_unix: u64,
+    /// The command line.
+    pub command: String,
+    /// The machine.
+    pub machine: Machine,
+    /// Packet lengths of the grid.
+    pub lengths: Vec<u64>,
+    /// Step counts of the grid.
+    pub steps: Vec<u32>,
+    /// Runs per grid point.
+    pub repeats: usize,
+    /// Wall-clock seconds the calibration took.
+    pub duration_s: f64,
+    /// The fitted parameters.
+    pub fit: Fit,
+    /// The same fit on the other clock, for comparison.
+    pub other_clock_fit: Option<Fit>,
+    /// Run-to-run noise.
+    pub noise: Noise,
+    /// Every run.
+    pub points: Vec<Point>,
+}
+
+impl Model {
+    /// Read a model file.
+    pub fn load(path: &std::path::Path) -> Result<Model, String> {
+        let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let m: Model =
+            serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+        if m.format != FORMAT {
+            return Err(format!(
+                "{}: not a {FORMAT} file (format '{}')",
+                path.display(),
+                m.format
+            ));
+        }
+        Ok(m)
+    }
+
+    /// The model as pretty-printed JSON.
+    pub fn to_json(&self) -> String {
+        let mut s = serde_json::to_string_pretty(self).expect("a model serialises");
+        s.push('\n');
+        s
+    }
+
+    /// Every run as CSV, with the model's prediction and relative residual.
+    pub fn to_csv(&self) -> String {
+        let mut s = String::from(
+            "p,frame_size,h,repeat,packets,seconds,cpu_seconds,ns_per_packet,model_ns,relative_residual\n",
+        );
+        for pt in &self.points {
+            let y = self.fit.predict(pt.p as f64, f64::from(pt.h));
+            s.push_str(&format!(
+                "{},{},{},{},{},{:.6},{:.6},{:.4},{:.4},{:.5}\n",
+                pt.p,
+                pt.p + ether::FCS,
+                pt.h,
+                pt.rep,
+                pt.packets,
+                pt.seconds,
+                pt.cpu_seconds,
+                pt.ns_per_packet,
+                y,
+                (pt.ns_per_packet - y) / y
+            ));
+        }
+        s
+    }
+}
+
+/// A fit holding the whitepaper's C, P and H (no uncertainty).
+pub fn whitepaper_fit() -> Fit {
+    let param = |v: f64| Param {
+        value: v,
+        se: 0.0,
+        ci_low: v,
+        ci_high: v,
+    };
+    Fit {
+        c: param(WHITEPAPER.0),
+        p: param(WHITEPAPER.1),
+        h: param(WHITEPAPER.2),
+        cov: [[0.0; 3]; 3],
+        n: 0,
+        dof: 0,
+        r2: f64::NAN,
+        r2_weighted: f64::NAN,
+        sigma_rel: 0.0,
+        max_rel_residual: 0.0,
+        above_3pct: 0,
+        worst: vec![],
+    }
+}
+
+/// How many cores a line rate needs.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Prediction {
+    /// Line rate, bit/s.
+    pub rate_bps: f64,
+    /// The traffic: a frame size or a mix name.
+    pub traffic: String,
+    /// Mean frame size (FCS included).
+    pub mean_frame: f64,
+    /// Mean packet length the software sees (`frame − 4`).
+    pub mean_p: f64,
+    /// Steps per packet.
+    pub steps: f64,
+    /// Frames per second at line rate, in millions.
+    pub mpps: f64,
+    /// Nanoseconds between frames at line rate.
+    pub budget_ns: f64,
+    /// Model time per packet (ns).
+    pub t_ns: f64,
+    /// Cores needed: `t_ns / budget_ns`.
+    pub cores: f64,
+    /// 95 % confidence interval of `cores` from the parameters' covariance.
+    pub cores_ci: (f64, f64),
+}
+
+/// Predict the cores `fit` needs at `rate_bps` for traffic `mix` with
+/// `steps` steps per packet. Because the model is linear in `p`, the mean
+/// time over a mix is the time at the mix's mean packet length.
+pub fn predict(fit: &Fit, rate_bps: f64, mix: &Mix, steps: f64) -> Prediction {
+    let p = mix.mean_packet_len();
+    let fps = mix.frames_per_second(rate_bps);
+    let budget_ns = 1e9 / fps;
+    let t = fit.predict(p, steps);
+    let half = if fit.dof > 0 {
+        stats::t_quantile(0.975, fit.dof as f64) * fit.predict_se(p, steps)
+    } else {
+        0.0
+    };
+    Prediction {
+        rate_bps,
+        traffic: mix.name.clone(),
+        mean_frame: mix.mean_size(),
+        mean_p: p,
+        steps,
+        mpps: fps / 1e6,
+        budget_ns,
+        t_ns: t,
+        cores: t / budget_ns,
+        cores_ci: ((t - half) / budget_ns, (t + half) / budget_ns),
+    }
+}
+
+/// Compare two models' C, P and H: (name, a, b, (b − a)/a).
+pub fn compare(a: &Fit, b: &Fit) -> Vec<(&'static str, f64, f64, f64)> {
+    [
+        ("C", a.c.value, b.c.value),
+        ("P", a.p.value, b.p.value),
+        ("H", a.h.value, b.h.value),
+    ]
+    .into_iter()
+    .map(|(n, x, y)| (n, x, y, (y - x) / x))
+    .collect()
+}

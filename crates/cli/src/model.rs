@@ -235,7 +235,8 @@ fn calibrate_cmd(
     if let Some(r) = repeats {
         opts.repeats = r.max(1);
     }
-    opts.progress = true;
+    // A progress line only on a terminal, as for file sources.
+    opts.progress = std::io::IsTerminal::is_terminal(&std::io::stderr());
     opts.clock = clock;
     if let Some(e) = estimator {
         opts.estimator = Estimator::parse(&e)?;

@@ -6,7 +6,6 @@ use linerate_runtime::{Registry, Router, RouterOptions, RunReport};
 use std::io::IsTerminal;
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -137,12 +136,12 @@ pub fn run(args: &RunArgs, reg: &Registry) -> i32 {
         None
     } else {
         let rusage_before = cpu_times();
-        let done = Arc::new(AtomicBool::new(false));
+        let (done, done_rx) = std::sync::mpsc::channel::<()>();
         let sig = install_signals(&router);
         let progress = (args.summary && std::io::stderr().is_terminal())
-            .then(|| spawn_progress(&router, done.clone()));
+            .then(|| spawn_progress(&router, done_rx));
         let rep = router.run();
-        done.store(true, Ordering::Release);
+        drop(done);
         if let Some(p) = progress {
             let _ = p.join();
         }
@@ -234,13 +233,16 @@ fn print_handlers(
 }
 
 struct SignalGuard {
-    stop: Arc<AtomicBool>,
+    handle: Option<signal_hook::iterator::Handle>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
 
 impl Drop for SignalGuard {
     fn drop(&mut self) {
-        self.stop.store(true, Ordering::Release);
+        // Closing the signal iterator wakes its thread at once.
+        if let Some(h) = self.handle.take() {
+            h.close();
+        }
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
@@ -250,29 +252,33 @@ impl Drop for SignalGuard {
 /// SIGINT and SIGTERM stop the router cleanly, so files are flushed and
 /// the summary is printed (Click's behaviour).
 fn install_signals(router: &Router) -> SignalGuard {
-    let hit = Arc::new(AtomicBool::new(false));
-    for s in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        let _ = signal_hook::flag::register(s, hit.clone());
-    }
-    let stop = Arc::new(AtomicBool::new(false));
-    let (h, st) = (router.handle(), stop.clone());
+    let Ok(mut signals) = signal_hook::iterator::Signals::new([
+        signal_hook::consts::SIGINT,
+        signal_hook::consts::SIGTERM,
+    ]) else {
+        return SignalGuard {
+            handle: None,
+            thread: None,
+        };
+    };
+    let handle = signals.handle();
+    let h = router.handle();
     let thread = std::thread::spawn(move || {
-        while !st.load(Ordering::Acquire) {
-            if hit.load(Ordering::Acquire) {
-                h.stop();
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(20));
+        for _ in signals.forever() {
+            h.stop();
         }
     });
     SignalGuard {
-        stop,
+        handle: Some(handle),
         thread: Some(thread),
     }
 }
 
 /// A progress bar over the file sources' read positions.
-fn spawn_progress(router: &Router, done: Arc<AtomicBool>) -> std::thread::JoinHandle<()> {
+fn spawn_progress(
+    router: &Router,
+    done: std::sync::mpsc::Receiver<()>,
+) -> std::thread::JoinHandle<()> {
     let h = router.handle();
     let files: Vec<usize> = router
         .elements()
@@ -290,9 +296,19 @@ fn spawn_progress(router: &Router, done: Arc<AtomicBool>) -> std::thread::JoinHa
                 .ok()
                 .and_then(|v| v.trim().parse::<u64>().ok())
         };
-        std::thread::sleep(Duration::from_millis(300));
+        // Short runs finish before a bar would be useful: wait 300 ms first.
+        // Every wait ends at once when the run ends (the sender is dropped).
+        let running = |d: Duration| {
+            matches!(
+                done.recv_timeout(d),
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout)
+            )
+        };
+        if !running(Duration::from_millis(300)) {
+            return;
+        }
         let total: u64 = files.iter().filter_map(|&e| num(e, "filesize")).sum();
-        if total == 0 || done.load(Ordering::Acquire) {
+        if total == 0 {
             return;
         }
         let bar = indicatif::ProgressBar::new(total);
@@ -302,10 +318,12 @@ fn spawn_progress(router: &Router, done: Arc<AtomicBool>) -> std::thread::JoinHa
             )
             .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
         );
-        while !done.load(Ordering::Acquire) {
+        loop {
             let pos: u64 = files.iter().filter_map(|&e| num(e, "filepos")).sum();
             bar.set_position(pos);
-            std::thread::sleep(Duration::from_millis(100));
+            if !running(Duration::from_millis(100)) {
+                break;
+            }
         }
         bar.finish_and_clear();
     })

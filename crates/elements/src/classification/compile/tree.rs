@@ -17,6 +17,18 @@ use super::expr::{Atom, Base, Dim, Expr, PacketView, DIM_MAX, NDIMS, NO_PORT};
 pub const MAX_TERMS: usize = 64;
 /// Leaves hold at most this many boxes unless no split separates them.
 const BINTH: usize = 8;
+/// Splits that leave one side as large as the node (they still shorten the
+/// other side's leaves) are allowed while the tree has fewer nodes than
+/// this many per box.
+const NODES_PER_BOX: usize = 16;
+/// Nodes with at most this many boxes drop shadowed boxes.
+const SHADOW_MAX: usize = 64;
+/// Weight of a box copied to both sides against the larger side.
+/// Split cost: `SIDE_WEIGHT` per box on the larger side plus one per box
+/// copied to both sides.
+const SIDE_WEIGHT: usize = 4;
+/// Deepest node.
+const MAX_DEPTH: usize = 40;
 /// No residual.
 const NONE: u32 = u32::MAX;
 
@@ -180,21 +192,27 @@ struct Item {
 impl Item {
     #[inline]
     fn contains(&self, k: &[u32; NDIMS]) -> bool {
-        (0..NDIMS).all(|d| self.lo[d] <= k[d] && k[d] <= self.hi[d])
+        // Non-short-circuit: ten compares and no unpredictable branches.
+        let mut ok = true;
+        for d in 0..NDIMS {
+            ok &= (self.lo[d] <= k[d]) & (k[d] <= self.hi[d]);
+        }
+        ok
     }
 }
 
 #[derive(Clone, Copy, Debug)]
 struct Node {
-    /// Dimension, or `LEAF`.
-    dim: u32,
-    /// Keys `>= thresh` go to `b`, others to `a`.
+    /// Dimension split on (0 in leaves).
+    dim: u16,
+    /// 1 in leaves.
+    leaf: u16,
+    /// Keys `>= thresh` go to `child[1]`, others to `child[0]`. A leaf has
+    /// threshold 0 and itself as both children, so walking on from a leaf
+    /// stays there (lock-step batch walks need no per-packet branch).
     thresh: u32,
-    a: u32,
-    b: u32,
+    child: [u32; 2],
 }
-
-const LEAF: u32 = u32::MAX;
 
 /// Statistics of a compiled classifier.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -211,6 +229,8 @@ pub struct Stats {
     pub leaf_entries: usize,
     /// Longest root-to-leaf path.
     pub depth: usize,
+    /// Longest leaf.
+    pub max_leaf: usize,
 }
 
 /// A compiled rule set: `lookup` returns the first matching rule.
@@ -219,14 +239,19 @@ pub struct Classifier {
     rules: Vec<Expr>,
     resid: Vec<Expr>,
     nodes: Vec<Node>,
+    /// For each node, its range of `items` (leaves only).
+    ranges: Vec<[u32; 2]>,
     items: Vec<Item>,
     stats: Stats,
 }
 
 struct Builder {
     nodes: Vec<Node>,
+    ranges: Vec<[u32; 2]>,
     items: Vec<Item>,
     depth: usize,
+    scratch: (Vec<u32>, Vec<u32>),
+    node_budget: usize,
 }
 
 impl Builder {
@@ -238,41 +263,59 @@ impl Builder {
         depth: usize,
     ) -> u32 {
         self.depth = self.depth.max(depth);
+        // Clip every box to the node region: containment tests below and
+        // leaf scans then only compare what still matters.
+        for it in &mut set {
+            for d in 0..NDIMS {
+                it.lo[d] = it.lo[d].max(lo[d]);
+                it.hi[d] = it.hi[d].min(hi[d]);
+            }
+        }
         // First match: nothing after an unconditional box covering the region.
         if let Some(i) = set.iter().position(|it| {
-            it.resid == NONE && (0..NDIMS).all(|d| it.lo[d] <= lo[d] && hi[d] <= it.hi[d])
+            it.resid == NONE && (0..NDIMS).all(|d| it.lo[d] == lo[d] && hi[d] == it.hi[d])
         }) {
             set.truncate(i + 1);
         }
+        // Small sets: drop boxes shadowed (inside the node region) by an
+        // earlier unconditional box; they can never be the first match here.
+        if set.len() <= SHADOW_MAX {
+            let mut keep: Vec<Item> = Vec::with_capacity(set.len());
+            for it in &set {
+                let shadowed = keep.iter().any(|k| {
+                    k.resid == NONE
+                        && (0..NDIMS).all(|d| k.lo[d] <= it.lo[d] && it.hi[d] <= k.hi[d])
+                });
+                if !shadowed {
+                    keep.push(*it);
+                }
+            }
+            set = keep;
+        }
         let me = self.nodes.len() as u32;
         self.nodes.push(Node {
-            dim: LEAF,
+            dim: 0,
+            leaf: 1,
             thresh: 0,
-            a: 0,
-            b: 0,
+            child: [me, me],
         });
-        let split = if set.len() > BINTH && depth < 64 {
-            best_split(&set, &lo, &hi)
+        self.ranges.push([0, 0]);
+        let split = if set.len() > BINTH && depth < MAX_DEPTH {
+            best_split(
+                &set,
+                &lo,
+                &hi,
+                &mut self.scratch,
+                self.nodes.len() < self.node_budget,
+            )
         } else {
             None
         };
         match split {
             None => {
                 let start = self.items.len() as u32;
-                self.items.extend(set.iter().map(|it| {
-                    let mut it = *it;
-                    for d in 0..NDIMS {
-                        it.lo[d] = it.lo[d].max(lo[d]);
-                        it.hi[d] = it.hi[d].min(hi[d]);
-                    }
-                    it
-                }));
-                self.nodes[me as usize] = Node {
-                    dim: LEAF,
-                    thresh: 0,
-                    a: start,
-                    b: self.items.len() as u32,
-                };
+                self.items.extend_from_slice(&set);
+                self.ranges[me as usize] = [start, self.items.len() as u32];
             }
             Some((d, p)) => {
                 let left: Vec<Item> = set.iter().filter(|it| it.lo[d] < p).copied().collect();
@@ -285,10 +328,10 @@ impl Builder {
                 let a = self.build(left, lo, lhi, depth + 1);
                 let b = self.build(right, rlo, hi, depth + 1);
                 self.nodes[me as usize] = Node {
-                    dim: d as u32,
+                    dim: d as u16,
+                    leaf: 0,
                     thresh: p,
-                    a,
-                    b,
+                    child: [a, b],
                 };
             }
         }
@@ -296,48 +339,62 @@ impl Builder {
     }
 }
 
-/// The dimension and point minimising the larger side; `None` if no point
-/// separates anything.
-fn best_split(set: &[Item], lo: &[u32; NDIMS], hi: &[u32; NDIMS]) -> Option<(usize, u32)> {
+/// The dimension and point with the least cost: the larger side (weighted
+/// by [`SIDE_WEIGHT`]) plus the boxes copied to both sides. Every end point
+/// is a candidate, scanned in one merged pass over the sorted starts and
+/// ends. `None` if no point makes both sides smaller, unless `relax` (then
+/// any split that shortens one side will do). Boxes are already clipped to
+/// the node region.
+fn best_split(
+    set: &[Item],
+    lo: &[u32; NDIMS],
+    hi: &[u32; NDIMS],
+    scratch: &mut (Vec<u32>, Vec<u32>),
+    relax: bool,
+) -> Option<(usize, u32)> {
     let n = set.len();
-    let mut best: Option<(usize, usize, usize, u32)> = None; // (max, sum, dim, point)
-    let mut los = Vec::with_capacity(n);
-    let mut his = Vec::with_capacity(n);
+    let mut best: Option<(usize, usize, usize, u32)> = None; // (cost, max, dim, point)
+    let (los, his) = scratch;
     for d in 0..NDIMS {
         if lo[d] == hi[d] {
             continue;
         }
         los.clear();
         his.clear();
-        for it in set {
-            los.push(it.lo[d].max(lo[d]));
-            his.push(it.hi[d].min(hi[d]));
-        }
+        los.extend(set.iter().map(|it| it.lo[d]));
+        his.extend(set.iter().map(|it| it.hi[d]));
         los.sort_unstable();
         his.sort_unstable();
-        // Candidate points: starts above lo, ends+1 at most hi.
-        let mut cands: Vec<u32> = los.iter().copied().filter(|&x| x > lo[d]).collect();
-        cands.extend(his.iter().filter(|&&x| x < hi[d]).map(|&x| x + 1));
-        if cands.is_empty() {
-            continue;
-        }
-        cands.sort_unstable();
-        cands.dedup();
-        // Sample at most 64 candidates around the balance point.
-        let step = (cands.len() / 64).max(1);
-        for &p in cands.iter().step_by(step) {
-            let l = los.partition_point(|&x| x < p);
-            let r = n - his.partition_point(|&x| x < p);
+        // Candidates p: a start above lo[d], or an end + 1 at most hi[d].
+        // l(p) = starts < p, r(p) = n - ends < p.
+        let (mut i, mut j) = (0usize, 0usize);
+        let mut last = lo[d];
+        loop {
+            let cs = los[i..].iter().find(|&&x| x > last).copied();
+            let ce = his.get(j).filter(|&&x| x < hi[d]).map(|&x| x + 1);
+            let p = match (cs, ce) {
+                (Some(a), Some(b)) => a.min(b),
+                (Some(a), None) => a,
+                (None, Some(b)) => b,
+                (None, None) => break,
+            };
+            last = p;
+            while i < n && los[i] < p {
+                i += 1;
+            }
+            while j < n && his[j] < p {
+                j += 1;
+            }
+            let (l, r) = (i, n - j);
             let m = l.max(r);
-            let key = (m, l + r, d, p);
-            if best.is_none_or(|b| (key.0, key.1) < (b.0, b.1)) {
-                best = Some(key);
+            let cost = SIDE_WEIGHT * m + (l + r - n);
+            if best.is_none_or(|b| (cost, m) < (b.0, b.1)) {
+                best = Some((cost, m, d, p));
             }
         }
     }
-    let (m, _, d, p) = best?;
-    // Stop when no split makes both sides smaller.
-    if m >= n {
+    let (_, m, d, p) = best?;
+    if m >= n && !relax {
         return None;
     }
     Some((d, p))
@@ -404,17 +461,27 @@ impl Classifier {
         stats.boxes = items.len();
         let mut b = Builder {
             nodes: Vec::new(),
+            ranges: Vec::new(),
             items: Vec::new(),
             depth: 0,
+            scratch: (Vec::new(), Vec::new()),
+            node_budget: NODES_PER_BOX * items.len() + 1024,
         };
         b.build(items, [0; NDIMS], DIM_MAX, 0);
         stats.nodes = b.nodes.len();
         stats.leaf_entries = b.items.len();
         stats.depth = b.depth;
+        stats.max_leaf = b
+            .ranges
+            .iter()
+            .map(|r| (r[1] - r[0]) as usize)
+            .max()
+            .unwrap_or(0);
         Classifier {
             rules,
             resid,
             nodes: b.nodes,
+            ranges: b.ranges,
             items: b.items,
             stats,
         }
@@ -439,27 +506,87 @@ impl Classifier {
         }
     }
 
+    /// The first matching rule of each packet of `views`, appended to
+    /// `out` in order. Keys are extracted for a group of packets at once
+    /// and the group walks the tree in lock step, without a branch per
+    /// packet and level, so the memory accesses of different packets
+    /// overlap.
+    pub fn lookup_batch<'a>(
+        &self,
+        views: impl IntoIterator<Item = PacketView<'a>>,
+        out: &mut Vec<Option<usize>>,
+    ) {
+        const G: usize = 16;
+        let mut it = views.into_iter();
+        let mut group = [PacketView::ip(&[]); G];
+        loop {
+            let mut n = 0;
+            while n < G {
+                match it.next() {
+                    Some(v) => {
+                        group[n] = v;
+                        n += 1;
+                    }
+                    None => break,
+                }
+            }
+            if n == 0 {
+                return;
+            }
+            let chunk = &group[..n];
+            let mut keys = [[0u32; NDIMS]; G];
+            let mut node = [0u32; G];
+            let mut ok = [false; G];
+            for (i, v) in chunk.iter().enumerate() {
+                if let Some(k) = v.key() {
+                    keys[i] = k;
+                    ok[i] = true;
+                }
+            }
+            loop {
+                let mut all_leaves = 1u16;
+                for i in 0..n {
+                    let nd = &self.nodes[node[i] as usize];
+                    all_leaves &= nd.leaf;
+                    let go = usize::from(keys[i][usize::from(nd.dim)] >= nd.thresh);
+                    node[i] = nd.child[go];
+                }
+                if all_leaves == 1 {
+                    break;
+                }
+            }
+            for i in 0..n {
+                let p = &chunk[i];
+                out.push(if ok[i] {
+                    let [a, b] = self.ranges[node[i] as usize];
+                    self.scan(a as usize, b as usize, &keys[i], p)
+                } else {
+                    super::expr::linear_match(&self.rules, p)
+                });
+            }
+        }
+    }
+
+    #[inline]
+    fn scan(&self, a: usize, b: usize, k: &[u32; NDIMS], p: &PacketView<'_>) -> Option<usize> {
+        for it in &self.items[a..b] {
+            if it.contains(k) && (it.resid == NONE || p.eval(&self.resid[it.resid as usize])) {
+                return Some(it.rule as usize);
+            }
+        }
+        None
+    }
+
     #[inline]
     fn lookup_key(&self, k: &[u32; NDIMS], p: &PacketView<'_>) -> Option<usize> {
         let mut n = 0usize;
         loop {
-            // SAFETY-free indexing: node indices are produced by the builder.
-            let node = self.nodes[n];
-            if node.dim == LEAF {
-                for it in &self.items[node.a as usize..node.b as usize] {
-                    if it.contains(k)
-                        && (it.resid == NONE || p.eval(&self.resid[it.resid as usize]))
-                    {
-                        return Some(it.rule as usize);
-                    }
-                }
-                return None;
+            let nd = &self.nodes[n];
+            if nd.leaf != 0 {
+                let [a, b] = self.ranges[n];
+                return self.scan(a as usize, b as usize, k, p);
             }
-            n = if k[node.dim as usize] >= node.thresh {
-                node.b
-            } else {
-                node.a
-            } as usize;
+            n = nd.child[usize::from(k[usize::from(nd.dim)] >= nd.thresh)] as usize;
         }
     }
 }

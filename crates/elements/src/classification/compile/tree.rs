@@ -238,11 +238,84 @@ pub struct Stats {
 pub struct Classifier {
     rules: Vec<Expr>,
     resid: Vec<Expr>,
-    nodes: Vec<Node>,
-    /// For each node, its range of `items` (leaves only).
+    /// The binary tree, two levels per node.
+    quads: Vec<Quad>,
+    /// For each quad, its range of `items` (leaves only).
     ranges: Vec<[u32; 2]>,
     items: Vec<Item>,
     stats: Stats,
+}
+
+/// Two levels of the binary tree in one 32-byte node: `b0 = key[d0] >=
+/// t0`, then `b1 = key[d1[b0]] >= t1[b0]`, next is `child[2 * b0 + b1]`.
+/// A binary leaf at the second level has threshold 0 (so `b1` is 1) and is
+/// both children; a leaf quad has itself as every child, so walking on
+/// from a leaf stays there.
+#[derive(Clone, Copy, Debug)]
+struct Quad {
+    t0: u32,
+    t1: [u32; 2],
+    child: [u32; 4],
+    d0: u8,
+    d1: [u8; 2],
+    leaf: u8,
+}
+
+/// Turn binary node `n` (and its children) into quads; returns its index.
+fn quads(
+    nodes: &[Node],
+    ranges: &[[u32; 2]],
+    n: usize,
+    out: &mut Vec<Quad>,
+    qr: &mut Vec<[u32; 2]>,
+) -> u32 {
+    let me = out.len() as u32;
+    out.push(Quad {
+        t0: 0,
+        t1: [0, 0],
+        child: [me; 4],
+        d0: 0,
+        d1: [0, 0],
+        leaf: 1,
+    });
+    qr.push(ranges[n]);
+    let nd = nodes[n];
+    if nd.leaf != 0 {
+        return me;
+    }
+    let mut q = Quad {
+        t0: nd.thresh,
+        t1: [0, 0],
+        child: [0; 4],
+        d0: nd.dim as u8,
+        d1: [0, 0],
+        leaf: 0,
+    };
+    for s in 0..2 {
+        let c = nd.child[s] as usize;
+        let cn = nodes[c];
+        if cn.leaf != 0 {
+            let l = quads(nodes, ranges, c, out, qr);
+            q.child[2 * s] = l;
+            q.child[2 * s + 1] = l;
+        } else {
+            q.d1[s] = cn.dim as u8;
+            q.t1[s] = cn.thresh;
+            q.child[2 * s] = quads(nodes, ranges, cn.child[0] as usize, out, qr);
+            q.child[2 * s + 1] = quads(nodes, ranges, cn.child[1] as usize, out, qr);
+        }
+    }
+    out[me as usize] = q;
+    me
+}
+
+impl Quad {
+    #[inline(always)]
+    fn step(&self, k: &[u32; NDIMS]) -> u32 {
+        let b0 = usize::from(k[usize::from(self.d0)] >= self.t0);
+        let b1 = usize::from(k[usize::from(self.d1[b0])] >= self.t1[b0]);
+        self.child[2 * b0 + b1]
+    }
 }
 
 struct Builder {
@@ -469,6 +542,8 @@ impl Classifier {
         };
         b.build(items, [0; NDIMS], DIM_MAX, 0);
         stats.nodes = b.nodes.len();
+        let (mut qs, mut qr) = (Vec::new(), Vec::new());
+        quads(&b.nodes, &b.ranges, 0, &mut qs, &mut qr);
         stats.leaf_entries = b.items.len();
         stats.depth = b.depth;
         stats.max_leaf = b
@@ -480,8 +555,8 @@ impl Classifier {
         Classifier {
             rules,
             resid,
-            nodes: b.nodes,
-            ranges: b.ranges,
+            quads: qs,
+            ranges: qr,
             items: b.items,
             stats,
         }
@@ -544,12 +619,11 @@ impl Classifier {
                 }
             }
             loop {
-                let mut all_leaves = 1u16;
+                let mut all_leaves = 1u8;
                 for i in 0..n {
-                    let nd = &self.nodes[node[i] as usize];
-                    all_leaves &= nd.leaf;
-                    let go = usize::from(keys[i][usize::from(nd.dim)] >= nd.thresh);
-                    node[i] = nd.child[go];
+                    let q = &self.quads[node[i] as usize];
+                    all_leaves &= q.leaf;
+                    node[i] = q.step(&keys[i]);
                 }
                 if all_leaves == 1 {
                     break;
@@ -581,12 +655,12 @@ impl Classifier {
     fn lookup_key(&self, k: &[u32; NDIMS], p: &PacketView<'_>) -> Option<usize> {
         let mut n = 0usize;
         loop {
-            let nd = &self.nodes[n];
-            if nd.leaf != 0 {
+            let q = &self.quads[n];
+            if q.leaf != 0 {
                 let [a, b] = self.ranges[n];
                 return self.scan(a as usize, b as usize, k, p);
             }
-            n = nd.child[usize::from(k[usize::from(nd.dim)] >= nd.thresh)] as usize;
+            n = q.step(k) as usize;
         }
     }
 }

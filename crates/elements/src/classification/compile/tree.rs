@@ -194,8 +194,8 @@ impl Item {
     fn contains(&self, k: &[u32; NDIMS]) -> bool {
         // Non-short-circuit: ten compares and no unpredictable branches.
         let mut ok = true;
-        for d in 0..NDIMS {
-            ok &= (self.lo[d] <= k[d]) & (k[d] <= self.hi[d]);
+        for ((lo, hi), x) in self.lo.iter().zip(&self.hi).zip(k) {
+            ok &= (lo <= x) & (x <= hi);
         }
         ok
     }
@@ -643,9 +643,19 @@ impl Classifier {
 
     #[inline]
     fn scan(&self, a: usize, b: usize, k: &[u32; NDIMS], p: &PacketView<'_>) -> Option<usize> {
-        for it in &self.items[a..b] {
-            if it.contains(k) && (it.resid == NONE || p.eval(&self.resid[it.resid as usize])) {
-                return Some(it.rule as usize);
+        // Containment of up to 32 boxes as a bit mask without branches,
+        // then the first box (whose residual holds) in rule order.
+        for group in self.items[a..b].chunks(32) {
+            let mut mask = 0u32;
+            for (i, it) in group.iter().enumerate() {
+                mask |= u32::from(it.contains(k)) << i;
+            }
+            while mask != 0 {
+                let it = &group[mask.trailing_zeros() as usize];
+                if it.resid == NONE || p.eval(&self.resid[it.resid as usize]) {
+                    return Some(it.rule as usize);
+                }
+                mask &= mask - 1;
             }
         }
         None

@@ -21,6 +21,9 @@ const BINTH: usize = 8;
 /// other side's leaves) are allowed while the tree has fewer nodes than
 /// this many per box.
 const NODES_PER_BOX: usize = 16;
+/// ... and only in nodes of at most this many boxes (bounds the build time
+/// when many boxes overlap everywhere).
+const RELAX_MAX: usize = 512;
 /// Nodes with at most this many boxes drop shadowed boxes.
 const SHADOW_MAX: usize = 64;
 /// Weight of a box copied to both sides against the larger side.
@@ -379,7 +382,7 @@ impl Builder {
                 &lo,
                 &hi,
                 &mut self.scratch,
-                self.nodes.len() < self.node_budget,
+                self.nodes.len() < self.node_budget && set.len() <= RELAX_MAX,
             )
         } else {
             None

@@ -538,6 +538,79 @@ proptest! {
             let v = PacketView::ip(p);
             prop_assert_eq!(c.lookup(&v), linear_match(&exprs, &v), "packet {:?}", p);
         }
+        let mut batch = Vec::new();
+        c.lookup_batch(packets.iter().map(|p| PacketView::ip(p)), &mut batch);
+        let lin: Vec<_> = packets.iter().map(|p| linear_match(&exprs, &PacketView::ip(p))).collect();
+        prop_assert_eq!(batch, lin);
+    }
+}
+
+#[test]
+fn wide_overlapping_rules_agree_with_linear_matcher() {
+    // classbench's shape: prefixes of every length (many short ones) in
+    // both addresses, exact ports and port ranges, no residuals: trees
+    // with relaxed splits, shadowed boxes and covering boxes.
+    let mut x = 987654321u64;
+    let mut rnd = |n: u64| {
+        x = x
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (x >> 33) % n
+    };
+    let mut rules = Vec::new();
+    for _ in 0..3000 {
+        let sl = rnd(33);
+        let dl = rnd(33);
+        let s = u32::from_be_bytes([10, rnd(4) as u8, rnd(4) as u8, rnd(4) as u8]);
+        let d = u32::from_be_bytes([192, 168, rnd(4) as u8, rnd(4) as u8]);
+        let m = |l: u64| if l == 0 { 0 } else { u32::MAX << (32 - l) };
+        let a = |v: u32| {
+            let [p, q, r, t] = v.to_be_bytes();
+            format!("{p}.{q}.{r}.{t}")
+        };
+        let port = rnd(3000);
+        let mut r = format!(
+            "{} src net {}/{sl} && dst net {}/{dl}",
+            ["tcp", "udp", "ip"][rnd(3) as usize],
+            a(s & m(sl)),
+            a(d & m(dl))
+        );
+        match rnd(3) {
+            0 => r.push_str(&format!(" && dst port {port}")),
+            1 => r.push_str(&format!(
+                " && dst port >= {port} && dst port <= {}",
+                port + rnd(500)
+            )),
+            _ => {}
+        }
+        rules.push(r.replace("ip src", "src"));
+    }
+    let exprs: Vec<_> = rules
+        .iter()
+        .map(|r| parse_pattern(r).unwrap_or_else(|e| panic!("{r}: {e:?}")))
+        .collect();
+    let c = Classifier::new(exprs.clone());
+    let pkts: Vec<Vec<u8>> = (0..20000)
+        .map(|_| {
+            let l4 = udp(rnd(65536) as u16, rnd(3600) as u16);
+            ip(
+                [10, rnd(4) as u8, rnd(4) as u8, rnd(5) as u8],
+                [192, 168, rnd(4) as u8, rnd(5) as u8],
+                [6, 17, 1][rnd(3) as usize],
+                0,
+                64,
+                0,
+                &l4,
+            )
+        })
+        .collect();
+    let mut batch = Vec::new();
+    c.lookup_batch(pkts.iter().map(|p| PacketView::ip(p)), &mut batch);
+    for (p, b) in pkts.iter().zip(&batch) {
+        let v = PacketView::ip(p);
+        let lin = linear_match(&exprs, &v);
+        assert_eq!(c.lookup(&v), lin);
+        assert_eq!(*b, lin);
     }
 }
 
@@ -584,6 +657,10 @@ fn many_rules_agree_with_linear_matcher() {
             &udp(1, rnd(2600) as u16),
         );
         let v = PacketView::ip(&p);
-        assert_eq!(c.lookup(&v), linear_match(&exprs, &v));
+        let lin = linear_match(&exprs, &v);
+        assert_eq!(c.lookup(&v), lin);
+        let mut batch = Vec::new();
+        c.lookup_batch([v, v], &mut batch);
+        assert_eq!(batch, [lin, lin]);
     }
 }

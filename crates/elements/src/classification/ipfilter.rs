@@ -76,6 +76,7 @@ pub(crate) struct IpClassify {
     filter: bool,
     noutputs: usize,
     decisions: Vec<u16>,
+    matches: Vec<Option<usize>>,
     outs: Vec<Batch>,
 }
 
@@ -114,6 +115,7 @@ impl IpClassify {
             filter,
             noutputs: n,
             decisions: Vec::with_capacity(linerate_runtime::MAX_BATCH),
+            matches: Vec::with_capacity(linerate_runtime::MAX_BATCH),
             outs: (0..n).map(|_| Batch::new()).collect(),
         }))
     }
@@ -125,10 +127,13 @@ impl Element for IpClassify {
         d.clear();
         let c = &self.rules.classifier;
         let outs = &self.rules.outputs;
-        for p in batch.iter() {
-            let o = c.lookup(&view(p)).and_then(|r| outs[r]);
-            d.push(o.map_or(DROP, |o| o as u16));
-        }
+        let m = &mut self.matches;
+        m.clear();
+        c.lookup_batch(batch.iter().map(view), m);
+        d.extend(
+            m.iter()
+                .map(|r| r.and_then(|r| outs[r]).map_or(DROP, |o| o as u16)),
+        );
         let first = d.first().copied().unwrap_or(DROP);
         if d.iter().all(|&x| x == first) {
             if first != DROP {

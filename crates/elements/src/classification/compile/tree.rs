@@ -17,6 +17,21 @@ use super::expr::{Atom, Base, Dim, Expr, PacketView, DIM_MAX, NDIMS, NO_PORT};
 pub const MAX_TERMS: usize = 64;
 /// Leaves hold at most this many boxes unless no split separates them.
 const BINTH: usize = 8;
+/// Splits that leave one side as large as the node (they still shorten the
+/// other side's leaves) are allowed while the tree has fewer nodes than
+/// this many per box.
+const NODES_PER_BOX: usize = 16;
+/// ... and only in nodes of at most this many boxes (bounds the build time
+/// when many boxes overlap everywhere).
+const RELAX_MAX: usize = 512;
+/// Nodes with at most this many boxes drop shadowed boxes.
+const SHADOW_MAX: usize = 64;
+/// Weight of a box copied to both sides against the larger side.
+/// Split cost: `SIDE_WEIGHT` per box on the larger side plus one per box
+/// copied to both sides.
+const SIDE_WEIGHT: usize = 4;
+/// Deepest node.
+const MAX_DEPTH: usize = 40;
 /// No residual.
 const NONE: u32 = u32::MAX;
 
@@ -180,21 +195,27 @@ struct Item {
 impl Item {
     #[inline]
     fn contains(&self, k: &[u32; NDIMS]) -> bool {
-        (0..NDIMS).all(|d| self.lo[d] <= k[d] && k[d] <= self.hi[d])
+        // Non-short-circuit: ten compares and no unpredictable branches.
+        let mut ok = true;
+        for ((lo, hi), x) in self.lo.iter().zip(&self.hi).zip(k) {
+            ok &= (lo <= x) & (x <= hi);
+        }
+        ok
     }
 }
 
 #[derive(Clone, Copy, Debug)]
 struct Node {
-    /// Dimension, or `LEAF`.
-    dim: u32,
-    /// Keys `>= thresh` go to `b`, others to `a`.
+    /// Dimension split on (0 in leaves).
+    dim: u16,
+    /// 1 in leaves.
+    leaf: u16,
+    /// Keys `>= thresh` go to `child[1]`, others to `child[0]`. A leaf has
+    /// threshold 0 and itself as both children, so walking on from a leaf
+    /// stays there (lock-step batch walks need no per-packet branch).
     thresh: u32,
-    a: u32,
-    b: u32,
+    child: [u32; 2],
 }
-
-const LEAF: u32 = u32::MAX;
 
 /// Statistics of a compiled classifier.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -211,6 +232,8 @@ pub struct Stats {
     pub leaf_entries: usize,
     /// Longest root-to-leaf path.
     pub depth: usize,
+    /// Longest leaf.
+    pub max_leaf: usize,
 }
 
 /// A compiled rule set: `lookup` returns the first matching rule.
@@ -218,15 +241,93 @@ pub struct Stats {
 pub struct Classifier {
     rules: Vec<Expr>,
     resid: Vec<Expr>,
-    nodes: Vec<Node>,
+    /// The binary tree, two levels per node.
+    quads: Vec<Quad>,
+    /// For each quad, its range of `items` (leaves only).
+    ranges: Vec<[u32; 2]>,
     items: Vec<Item>,
     stats: Stats,
 }
 
+/// Two levels of the binary tree in one 32-byte node: `b0 = key[d0] >=
+/// t0`, then `b1 = key[d1[b0]] >= t1[b0]`, next is `child[2 * b0 + b1]`.
+/// A binary leaf at the second level has threshold 0 (so `b1` is 1) and is
+/// both children; a leaf quad has itself as every child, so walking on
+/// from a leaf stays there.
+#[derive(Clone, Copy, Debug)]
+struct Quad {
+    t0: u32,
+    t1: [u32; 2],
+    child: [u32; 4],
+    d0: u8,
+    d1: [u8; 2],
+    leaf: u8,
+}
+
+/// Turn binary node `n` (and its children) into quads; returns its index.
+fn quads(
+    nodes: &[Node],
+    ranges: &[[u32; 2]],
+    n: usize,
+    out: &mut Vec<Quad>,
+    qr: &mut Vec<[u32; 2]>,
+) -> u32 {
+    let me = out.len() as u32;
+    out.push(Quad {
+        t0: 0,
+        t1: [0, 0],
+        child: [me; 4],
+        d0: 0,
+        d1: [0, 0],
+        leaf: 1,
+    });
+    qr.push(ranges[n]);
+    let nd = nodes[n];
+    if nd.leaf != 0 {
+        return me;
+    }
+    let mut q = Quad {
+        t0: nd.thresh,
+        t1: [0, 0],
+        child: [0; 4],
+        d0: nd.dim as u8,
+        d1: [0, 0],
+        leaf: 0,
+    };
+    for s in 0..2 {
+        let c = nd.child[s] as usize;
+        let cn = nodes[c];
+        if cn.leaf != 0 {
+            let l = quads(nodes, ranges, c, out, qr);
+            q.child[2 * s] = l;
+            q.child[2 * s + 1] = l;
+        } else {
+            q.d1[s] = cn.dim as u8;
+            q.t1[s] = cn.thresh;
+            q.child[2 * s] = quads(nodes, ranges, cn.child[0] as usize, out, qr);
+            q.child[2 * s + 1] = quads(nodes, ranges, cn.child[1] as usize, out, qr);
+        }
+    }
+    out[me as usize] = q;
+    me
+}
+
+impl Quad {
+    #[inline(always)]
+    fn step(&self, k: &[u32; NDIMS]) -> u32 {
+        let b0 = usize::from(k[usize::from(self.d0)] >= self.t0);
+        let b1 = usize::from(k[usize::from(self.d1[b0])] >= self.t1[b0]);
+        self.child[2 * b0 + b1]
+    }
+}
+
 struct Builder {
     nodes: Vec<Node>,
+    ranges: Vec<[u32; 2]>,
     items: Vec<Item>,
     depth: usize,
+    scratch: (Vec<u32>, Vec<u32>),
+    node_budget: usize,
 }
 
 impl Builder {
@@ -238,41 +339,59 @@ impl Builder {
         depth: usize,
     ) -> u32 {
         self.depth = self.depth.max(depth);
+        // Clip every box to the node region: containment tests below and
+        // leaf scans then only compare what still matters.
+        for it in &mut set {
+            for d in 0..NDIMS {
+                it.lo[d] = it.lo[d].max(lo[d]);
+                it.hi[d] = it.hi[d].min(hi[d]);
+            }
+        }
         // First match: nothing after an unconditional box covering the region.
         if let Some(i) = set.iter().position(|it| {
-            it.resid == NONE && (0..NDIMS).all(|d| it.lo[d] <= lo[d] && hi[d] <= it.hi[d])
+            it.resid == NONE && (0..NDIMS).all(|d| it.lo[d] == lo[d] && hi[d] == it.hi[d])
         }) {
             set.truncate(i + 1);
         }
+        // Small sets: drop boxes shadowed (inside the node region) by an
+        // earlier unconditional box; they can never be the first match here.
+        if set.len() <= SHADOW_MAX {
+            let mut keep: Vec<Item> = Vec::with_capacity(set.len());
+            for it in &set {
+                let shadowed = keep.iter().any(|k| {
+                    k.resid == NONE
+                        && (0..NDIMS).all(|d| k.lo[d] <= it.lo[d] && it.hi[d] <= k.hi[d])
+                });
+                if !shadowed {
+                    keep.push(*it);
+                }
+            }
+            set = keep;
+        }
         let me = self.nodes.len() as u32;
         self.nodes.push(Node {
-            dim: LEAF,
+            dim: 0,
+            leaf: 1,
             thresh: 0,
-            a: 0,
-            b: 0,
+            child: [me, me],
         });
-        let split = if set.len() > BINTH && depth < 64 {
-            best_split(&set, &lo, &hi)
+        self.ranges.push([0, 0]);
+        let split = if set.len() > BINTH && depth < MAX_DEPTH {
+            best_split(
+                &set,
+                &lo,
+                &hi,
+                &mut self.scratch,
+                self.nodes.len() < self.node_budget && set.len() <= RELAX_MAX,
+            )
         } else {
             None
         };
         match split {
             None => {
                 let start = self.items.len() as u32;
-                self.items.extend(set.iter().map(|it| {
-                    let mut it = *it;
-                    for d in 0..NDIMS {
-                        it.lo[d] = it.lo[d].max(lo[d]);
-                        it.hi[d] = it.hi[d].min(hi[d]);
-                    }
-                    it
-                }));
-                self.nodes[me as usize] = Node {
-                    dim: LEAF,
-                    thresh: 0,
-                    a: start,
-                    b: self.items.len() as u32,
-                };
+                self.items.extend_from_slice(&set);
+                self.ranges[me as usize] = [start, self.items.len() as u32];
             }
             Some((d, p)) => {
                 let left: Vec<Item> = set.iter().filter(|it| it.lo[d] < p).copied().collect();
@@ -285,10 +404,10 @@ impl Builder {
                 let a = self.build(left, lo, lhi, depth + 1);
                 let b = self.build(right, rlo, hi, depth + 1);
                 self.nodes[me as usize] = Node {
-                    dim: d as u32,
+                    dim: d as u16,
+                    leaf: 0,
                     thresh: p,
-                    a,
-                    b,
+                    child: [a, b],
                 };
             }
         }
@@ -296,48 +415,62 @@ impl Builder {
     }
 }
 
-/// The dimension and point minimising the larger side; `None` if no point
-/// separates anything.
-fn best_split(set: &[Item], lo: &[u32; NDIMS], hi: &[u32; NDIMS]) -> Option<(usize, u32)> {
+/// The dimension and point with the least cost: the larger side (weighted
+/// by [`SIDE_WEIGHT`]) plus the boxes copied to both sides. Every end point
+/// is a candidate, scanned in one merged pass over the sorted starts and
+/// ends. `None` if no point makes both sides smaller, unless `relax` (then
+/// any split that shortens one side will do). Boxes are already clipped to
+/// the node region.
+fn best_split(
+    set: &[Item],
+    lo: &[u32; NDIMS],
+    hi: &[u32; NDIMS],
+    scratch: &mut (Vec<u32>, Vec<u32>),
+    relax: bool,
+) -> Option<(usize, u32)> {
     let n = set.len();
-    let mut best: Option<(usize, usize, usize, u32)> = None; // (max, sum, dim, point)
-    let mut los = Vec::with_capacity(n);
-    let mut his = Vec::with_capacity(n);
+    let mut best: Option<(usize, usize, usize, u32)> = None; // (cost, max, dim, point)
+    let (los, his) = scratch;
     for d in 0..NDIMS {
         if lo[d] == hi[d] {
             continue;
         }
         los.clear();
         his.clear();
-        for it in set {
-            los.push(it.lo[d].max(lo[d]));
-            his.push(it.hi[d].min(hi[d]));
-        }
+        los.extend(set.iter().map(|it| it.lo[d]));
+        his.extend(set.iter().map(|it| it.hi[d]));
         los.sort_unstable();
         his.sort_unstable();
-        // Candidate points: starts above lo, ends+1 at most hi.
-        let mut cands: Vec<u32> = los.iter().copied().filter(|&x| x > lo[d]).collect();
-        cands.extend(his.iter().filter(|&&x| x < hi[d]).map(|&x| x + 1));
-        if cands.is_empty() {
-            continue;
-        }
-        cands.sort_unstable();
-        cands.dedup();
-        // Sample at most 64 candidates around the balance point.
-        let step = (cands.len() / 64).max(1);
-        for &p in cands.iter().step_by(step) {
-            let l = los.partition_point(|&x| x < p);
-            let r = n - his.partition_point(|&x| x < p);
+        // Candidates p: a start above lo[d], or an end + 1 at most hi[d].
+        // l(p) = starts < p, r(p) = n - ends < p.
+        let (mut i, mut j) = (0usize, 0usize);
+        let mut last = lo[d];
+        loop {
+            let cs = los[i..].iter().find(|&&x| x > last).copied();
+            let ce = his.get(j).filter(|&&x| x < hi[d]).map(|&x| x + 1);
+            let p = match (cs, ce) {
+                (Some(a), Some(b)) => a.min(b),
+                (Some(a), None) => a,
+                (None, Some(b)) => b,
+                (None, None) => break,
+            };
+            last = p;
+            while i < n && los[i] < p {
+                i += 1;
+            }
+            while j < n && his[j] < p {
+                j += 1;
+            }
+            let (l, r) = (i, n - j);
             let m = l.max(r);
-            let key = (m, l + r, d, p);
-            if best.is_none_or(|b| (key.0, key.1) < (b.0, b.1)) {
-                best = Some(key);
+            let cost = SIDE_WEIGHT * m + (l + r - n);
+            if best.is_none_or(|b| (cost, m) < (b.0, b.1)) {
+                best = Some((cost, m, d, p));
             }
         }
     }
-    let (m, _, d, p) = best?;
-    // Stop when no split makes both sides smaller.
-    if m >= n {
+    let (_, m, d, p) = best?;
+    if m >= n && !relax {
         return None;
     }
     Some((d, p))
@@ -404,17 +537,29 @@ impl Classifier {
         stats.boxes = items.len();
         let mut b = Builder {
             nodes: Vec::new(),
+            ranges: Vec::new(),
             items: Vec::new(),
             depth: 0,
+            scratch: (Vec::new(), Vec::new()),
+            node_budget: NODES_PER_BOX * items.len() + 1024,
         };
         b.build(items, [0; NDIMS], DIM_MAX, 0);
         stats.nodes = b.nodes.len();
+        let (mut qs, mut qr) = (Vec::new(), Vec::new());
+        quads(&b.nodes, &b.ranges, 0, &mut qs, &mut qr);
         stats.leaf_entries = b.items.len();
         stats.depth = b.depth;
+        stats.max_leaf = b
+            .ranges
+            .iter()
+            .map(|r| (r[1] - r[0]) as usize)
+            .max()
+            .unwrap_or(0);
         Classifier {
             rules,
             resid,
-            nodes: b.nodes,
+            quads: qs,
+            ranges: qr,
             items: b.items,
             stats,
         }
@@ -439,27 +584,96 @@ impl Classifier {
         }
     }
 
+    /// The first matching rule of each packet of `views`, appended to
+    /// `out` in order. Keys are extracted for a group of packets at once
+    /// and the group walks the tree in lock step, without a branch per
+    /// packet and level, so the memory accesses of different packets
+    /// overlap.
+    pub fn lookup_batch<'a>(
+        &self,
+        views: impl IntoIterator<Item = PacketView<'a>>,
+        out: &mut Vec<Option<usize>>,
+    ) {
+        const G: usize = 16;
+        let mut it = views.into_iter();
+        let mut group = [PacketView::ip(&[]); G];
+        loop {
+            let mut n = 0;
+            while n < G {
+                match it.next() {
+                    Some(v) => {
+                        group[n] = v;
+                        n += 1;
+                    }
+                    None => break,
+                }
+            }
+            if n == 0 {
+                return;
+            }
+            let chunk = &group[..n];
+            let mut keys = [[0u32; NDIMS]; G];
+            let mut node = [0u32; G];
+            let mut ok = [false; G];
+            for (i, v) in chunk.iter().enumerate() {
+                if let Some(k) = v.key() {
+                    keys[i] = k;
+                    ok[i] = true;
+                }
+            }
+            loop {
+                let mut all_leaves = 1u8;
+                for i in 0..n {
+                    let q = &self.quads[node[i] as usize];
+                    all_leaves &= q.leaf;
+                    node[i] = q.step(&keys[i]);
+                }
+                if all_leaves == 1 {
+                    break;
+                }
+            }
+            for i in 0..n {
+                let p = &chunk[i];
+                out.push(if ok[i] {
+                    let [a, b] = self.ranges[node[i] as usize];
+                    self.scan(a as usize, b as usize, &keys[i], p)
+                } else {
+                    super::expr::linear_match(&self.rules, p)
+                });
+            }
+        }
+    }
+
+    #[inline]
+    fn scan(&self, a: usize, b: usize, k: &[u32; NDIMS], p: &PacketView<'_>) -> Option<usize> {
+        // Containment of up to 32 boxes as a bit mask without branches,
+        // then the first box (whose residual holds) in rule order.
+        for group in self.items[a..b].chunks(32) {
+            let mut mask = 0u32;
+            for (i, it) in group.iter().enumerate() {
+                mask |= u32::from(it.contains(k)) << i;
+            }
+            while mask != 0 {
+                let it = &group[mask.trailing_zeros() as usize];
+                if it.resid == NONE || p.eval(&self.resid[it.resid as usize]) {
+                    return Some(it.rule as usize);
+                }
+                mask &= mask - 1;
+            }
+        }
+        None
+    }
+
     #[inline]
     fn lookup_key(&self, k: &[u32; NDIMS], p: &PacketView<'_>) -> Option<usize> {
         let mut n = 0usize;
         loop {
-            // SAFETY-free indexing: node indices are produced by the builder.
-            let node = self.nodes[n];
-            if node.dim == LEAF {
-                for it in &self.items[node.a as usize..node.b as usize] {
-                    if it.contains(k)
-                        && (it.resid == NONE || p.eval(&self.resid[it.resid as usize]))
-                    {
-                        return Some(it.rule as usize);
-                    }
-                }
-                return None;
+            let q = &self.quads[n];
+            if q.leaf != 0 {
+                let [a, b] = self.ranges[n];
+                return self.scan(a as usize, b as usize, k, p);
             }
-            n = if k[node.dim as usize] >= node.thresh {
-                node.b
-            } else {
-                node.a
-            } as usize;
+            n = q.step(k) as usize;
         }
     }
 }

@@ -229,8 +229,13 @@ pub fn pool_stats() -> PoolStats {
 
 /// Number of free blocks in the calling thread's cache plus the global pool.
 pub fn pool_free_blocks() -> usize {
-    let local = with_cache(|c| c.free.len());
-    local + GLOBAL_FREE.lock().map(|g| g.len()).unwrap_or(0)
+    local_free_blocks() + GLOBAL_FREE.lock().map(|g| g.len()).unwrap_or(0)
+}
+
+/// Number of free blocks in the calling thread's cache alone (unaffected by
+/// other threads, unlike [`pool_free_blocks`]).
+pub fn local_free_blocks() -> usize {
+    with_cache(|c| c.free.len())
 }
 
 /// A packet: an owned handle on a buffer with data, headroom, tailroom and annotations.
@@ -961,7 +966,7 @@ mod tests {
         let mut v = Vec::new();
         // SAFETY: static template.
         unsafe { alloc_views(&T, 2, 7, &mut v) };
-        let before = pool_free_blocks();
+        let before = local_free_blocks();
         let mut p = v.pop().unwrap();
         assert_eq!(p.data().as_ptr(), T.as_ptr());
         assert_eq!(p.timestamp_ns(), 7);
@@ -970,7 +975,7 @@ mod tests {
         p.data_mut()[..2].copy_from_slice(&[8, 9]);
         assert_eq!(p.data(), &[8, 9, 1, 2, 3, 4]);
         assert_eq!(p.network_header_offset(), Some(3));
-        assert_eq!(pool_free_blocks(), before, "no block allocated to unshare");
+        assert_eq!(local_free_blocks(), before, "no block allocated to unshare");
         let mut c = p.clone();
         c.data_mut()[0] = 0;
         assert_eq!(p.data()[0], 8);
@@ -997,7 +1002,7 @@ mod tests {
         assert_eq!(v[1].data(), &D[2..]);
         assert_eq!(v[2].timestamp_ns(), 3);
         assert_eq!(v[2].anno().u32(crate::anno::offsets::EXTRA_LENGTH), 30);
-        let free = pool_free_blocks();
+        let free = local_free_blocks();
         // A batch mixing plain packets and a clone whose source is in it.
         let a = Packet::from_slice(b"abc");
         let c = a.clone();
@@ -1006,7 +1011,7 @@ mod tests {
         let mut b = crate::Batch::new();
         b.vec_mut().extend(v);
         drop(b);
-        assert_eq!(pool_free_blocks(), free + 3);
+        assert_eq!(local_free_blocks(), free + 3);
     }
 
     #[test]

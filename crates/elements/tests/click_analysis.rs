@@ -3,20 +3,13 @@
 //! bytes Click's formats prescribe, plus a flow count on a real trace
 //! checked against an independent model.
 
+mod common;
+
+use common::config;
 use linerate_io::pcap::{LinkType, PcapReader, PcapWriter};
-use linerate_lang::{parse_str, Config, ParseOptions};
-use linerate_runtime::{Registry, Router, RouterOptions};
+use linerate_runtime::{Router, RouterOptions};
 use std::collections::HashMap;
 use std::path::PathBuf;
-
-fn config(reg: &Registry, text: &str) -> Config {
-    let opts = ParseOptions {
-        vars: vec![],
-        catalog: reg,
-        clickpath: vec![],
-    };
-    parse_str(text, "test.click", &opts).unwrap_or_else(|e| panic!("parse error: {e}"))
-}
 
 fn build(text: &str) -> Result<Router, String> {
     let reg = linerate_elements::registry();

@@ -2,21 +2,14 @@
 //! literal packets, error messages, run-time rule replacement, and a
 //! differential test of the compiled classifier against a linear matcher.
 
+mod common;
+
+use common::config;
 use linerate_elements::classification::compile::{
     compile_ip_rules, linear_match, parse::parse_pattern, Classifier, PacketView,
 };
-use linerate_lang::{parse_str, Config, ParseOptions};
-use linerate_runtime::{Registry, Router, RouterOptions};
+use linerate_runtime::{Router, RouterOptions};
 use proptest::prelude::*;
-
-fn config(reg: &Registry, text: &str) -> Config {
-    let opts = ParseOptions {
-        vars: vec![],
-        catalog: reg,
-        clickpath: vec![],
-    };
-    parse_str(text, "test.click", &opts).unwrap_or_else(|e| panic!("parse error: {e}"))
-}
 
 fn build(text: &str) -> Result<Router, String> {
     let reg = linerate_elements::registry();

@@ -2,17 +2,10 @@
 //! the run (Print's text is checked by the testie files, which capture
 //! standard error).
 
-use linerate_lang::{parse_str, Config, ParseOptions};
-use linerate_runtime::{Registry, Router, RouterOptions};
+mod common;
 
-fn config(reg: &Registry, text: &str) -> Config {
-    let opts = ParseOptions {
-        vars: vec![],
-        catalog: reg,
-        clickpath: vec![],
-    };
-    parse_str(text, "test.click", &opts).unwrap_or_else(|e| panic!("parse error: {e}"))
-}
+use common::config;
+use linerate_runtime::{Router, RouterOptions};
 
 fn run(text: &str) -> Router {
     let reg = linerate_elements::registry();

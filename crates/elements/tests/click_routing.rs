@@ -4,12 +4,14 @@
 //! output (handler text, packets read back from ToDump). Longest-prefix
 //! semantics are checked against a naive matcher on random tables.
 
+mod common;
+
+use common::{build, run};
 use linerate_elements::iproute::lineariplookup::LinearTable;
 use linerate_elements::iproute::radixiplookup::RadixTable;
 use linerate_elements::iproute::routetable::{IpRoute, RouteTable};
 use linerate_io::pcap::{LinkType, PcapReader, PcapWriter};
-use linerate_lang::{parse_str, Config, ParseOptions};
-use linerate_runtime::{Registry, Router, RouterOptions};
+use linerate_runtime::{Router, RouterOptions};
 use linerate_wire::ip::IpPair;
 use linerate_wire::ipv4::Packet as Ipv4Packet;
 use linerate_wire::tcp::Packet as TcpPacket;
@@ -17,27 +19,6 @@ use linerate_wire::udp::Packet as UdpPacket;
 use proptest::prelude::*;
 use std::net::Ipv4Addr;
 use std::path::PathBuf;
-
-fn config(reg: &Registry, text: &str) -> Config {
-    let opts = ParseOptions {
-        vars: vec![],
-        catalog: reg,
-        clickpath: vec![],
-    };
-    parse_str(text, "test.click", &opts).unwrap_or_else(|e| panic!("parse error: {e}"))
-}
-
-fn build(text: &str, opts: RouterOptions) -> Result<Router, String> {
-    let reg = linerate_elements::registry();
-    let c = config(&reg, text);
-    Router::build(&c, &reg, opts).map_err(|d| d.to_string())
-}
-
-fn run(text: &str, opts: RouterOptions) -> Router {
-    let mut r = build(text, opts).unwrap_or_else(|e| panic!("{e}"));
-    r.run();
-    r
-}
 
 fn read(r: &Router, h: &str) -> String {
     let v = r

@@ -2,31 +2,12 @@
 //! input packets, and the exact expected output (handler values, packets
 //! written by ToDump and read back).
 
+mod common;
+
+use common::{build, run};
 use linerate_io::pcap::PcapReader;
-use linerate_lang::{parse_str, Config, ParseOptions};
-use linerate_runtime::{Registry, Router, RouterOptions};
+use linerate_runtime::{Router, RouterOptions};
 use std::path::{Path, PathBuf};
-
-fn config(reg: &Registry, text: &str) -> Config {
-    let opts = ParseOptions {
-        vars: vec![],
-        catalog: reg,
-        clickpath: vec![],
-    };
-    parse_str(text, "test.click", &opts).unwrap_or_else(|e| panic!("parse error: {e}"))
-}
-
-fn build(text: &str, opts: RouterOptions) -> Result<Router, String> {
-    let reg = linerate_elements::registry();
-    let c = config(&reg, text);
-    Router::build(&c, &reg, opts).map_err(|d| d.to_string())
-}
-
-fn run(text: &str, opts: RouterOptions) -> Router {
-    let mut r = build(text, opts).unwrap_or_else(|e| panic!("{e}"));
-    r.run();
-    r
-}
 
 fn sim() -> RouterOptions {
     RouterOptions {

@@ -1,5 +1,8 @@
 //! FromDump and ToDump on the shared real trace and on damaged files.
 
+mod common;
+
+use common::run;
 use linerate_io::pcap::PcapReader;
 use linerate_lang::{parse_str, ParseOptions};
 use linerate_runtime::{Router, RouterOptions};
@@ -20,12 +23,6 @@ fn build(text: &str, opts: RouterOptions) -> Result<Router, String> {
     };
     let c = parse_str(text, "io.click", &o).map_err(|d| d.to_string())?;
     Router::build(&c, &reg, opts).map_err(|d| d.to_string())
-}
-
-fn run(text: &str, opts: RouterOptions) -> Router {
-    let mut r = build(text, opts).unwrap_or_else(|e| panic!("{e}"));
-    r.run();
-    r
 }
 
 fn read(r: &Router, h: &str) -> u64 {

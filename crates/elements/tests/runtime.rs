@@ -2,29 +2,10 @@
 //! the Queue boundary, batches, threads and rings, replicated mode,
 //! simulated time, handlers, and the router's configuration checks.
 
-use linerate_lang::{parse_str, Config, ParseOptions};
-use linerate_runtime::{Registry, Router, RouterOptions};
+mod common;
 
-fn config(reg: &Registry, text: &str) -> Config {
-    let opts = ParseOptions {
-        vars: vec![],
-        catalog: reg,
-        clickpath: vec![],
-    };
-    parse_str(text, "test.click", &opts).unwrap_or_else(|e| panic!("parse error: {e}"))
-}
-
-fn build(text: &str, opts: RouterOptions) -> Result<Router, String> {
-    let reg = linerate_elements::registry();
-    let c = config(&reg, text);
-    Router::build(&c, &reg, opts).map_err(|d| d.to_string())
-}
-
-fn run(text: &str, opts: RouterOptions) -> Router {
-    let mut r = build(text, opts).unwrap_or_else(|e| panic!("{e}"));
-    r.run();
-    r
-}
+use common::{build, config, run};
+use linerate_runtime::{Router, RouterOptions};
 
 fn read(r: &Router, h: &str) -> String {
     let v = r

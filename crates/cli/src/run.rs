@@ -311,16 +311,24 @@ fn spawn_progress(
         if total == 0 {
             return;
         }
-        let bar = indicatif::ProgressBar::new(total);
+        // Rate and ETA from our own samples since the bar appeared (indicatif's
+        // estimator is far off over the few ticks of a short run).
+        let start: u64 = files.iter().filter_map(|&e| num(e, "filepos")).sum();
+        let t0 = std::time::Instant::now();
+        let bar = indicatif::ProgressBar::new(total).with_position(start);
         bar.set_style(
-            indicatif::ProgressStyle::with_template(
-                "{bar:40} {bytes}/{total_bytes} {bytes_per_sec} eta {eta}",
-            )
-            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+            indicatif::ProgressStyle::with_template("{bar:40} {bytes}/{total_bytes} {msg}")
+                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
         );
         loop {
             let pos: u64 = files.iter().filter_map(|&e| num(e, "filepos")).sum();
             bar.set_position(pos);
+            let secs = t0.elapsed().as_secs_f64();
+            if secs > 0.05 && pos > start {
+                let rate = (pos - start) as f64 / secs;
+                let eta = total.saturating_sub(pos) as f64 / rate;
+                bar.set_message(format!("{:.0} MB/s, eta {:.0} s", rate / 1e6, eta.ceil()));
+            }
             if !running(Duration::from_millis(100)) {
                 break;
             }

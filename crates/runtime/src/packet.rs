@@ -425,7 +425,7 @@ impl Packet {
                 // overlap the (external or owner's) data being copied.
                 unsafe {
                     let area = (m as *mut u8).add(META_SIZE);
-                    ptr::copy_nonoverlapping((*m).data, area.add(hr), len);
+                    copy_chunked((*m).data, area.add(hr), len);
                     let delta = hr as isize - old_hr as isize;
                     for h in [
                         &mut (*m).anno.network_header,
@@ -825,6 +825,23 @@ unsafe fn init_view(m: *mut Meta, data: &[u8], ts_ns: u64) {
 #[inline]
 pub unsafe fn with_pool<R>(f: impl FnOnce(&mut Pool<'_>) -> R) -> R {
     with_cache(|cache| f(&mut Pool { cache }))
+}
+
+/// Copy `len` bytes in 64-byte chunks the compiler turns into vector moves.
+/// For packet-sized copies this costs a steady amount per byte, where the C
+/// library's `memcpy` changes strategy at some sizes (on this machine a step
+/// of about 100 cycles between 1 KiB and 1.5 KiB).
+///
+/// # Safety
+/// `src` and `dst` valid for `len` bytes, not overlapping.
+#[inline]
+unsafe fn copy_chunked(src: *const u8, dst: *mut u8, len: usize) {
+    let mut i = 0;
+    while i + 64 <= len {
+        ptr::copy_nonoverlapping(src.add(i), dst.add(i), 64);
+        i += 64;
+    }
+    ptr::copy_nonoverlapping(src.add(i), dst.add(i), len - i);
 }
 
 /// Copy `src` to `dst`: 16-byte chunks the compiler inlines for templates of

@@ -3,7 +3,7 @@
 
 use linerate_runtime::element::hflags;
 use linerate_runtime::{HandlerSpec, RouterHandle};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 /// The command succeeded.
 pub(crate) const CS_OK: u16 = 200;
@@ -107,29 +107,16 @@ pub fn read_global(handle: &RouterHandle, globals: Arc<Globals>, name: &str) -> 
     readable.then(|| Control::new(handle.clone(), globals).read_global(name))
 }
 
-/// A router handle, the globals, and the handler lists learned so far.
+/// A router handle and the globals.
 pub(crate) struct Control {
     handle: RouterHandle,
     globals: Arc<Globals>,
-    /// Handler lists per element: they never change during a router's life,
-    /// and asking a running router for them costs a round trip each time.
-    specs: Mutex<Vec<Option<Arc<[HandlerSpec]>>>>,
 }
 
 impl Control {
-    /// A control for `handle`. Before the router runs, every element's
-    /// handler list is read at once: only then does the runtime report the
-    /// counter and gauge flags (a running router lists just read and write).
+    /// A control for `handle`.
     pub(crate) fn new(handle: RouterHandle, globals: Arc<Globals>) -> Control {
-        let n = handle.elements().len();
-        let specs = (0..n)
-            .map(|e| (!handle.running()).then(|| Arc::from(handle.handlers_of(e))))
-            .collect();
-        Control {
-            handle,
-            globals,
-            specs: Mutex::new(specs),
-        }
+        Control { handle, globals }
     }
 
     /// The router handle.
@@ -137,28 +124,10 @@ impl Control {
         &self.handle
     }
 
-    /// Handlers of element `e` (generic ones included).
-    pub(crate) fn handlers_of(&self, e: usize) -> Arc<[HandlerSpec]> {
-        if let Some(Some(s)) = self.specs.lock().unwrap_or_else(|x| x.into_inner()).get(e) {
-            return s.clone();
-        }
-        if e >= self.handle.elements().len() {
-            return Arc::from(Vec::new());
-        }
-        let v: Arc<[HandlerSpec]> = Arc::from(self.handle.handlers_of(e));
-        // Only a complete list is kept: a running router that did not answer
-        // yields just the generic handlers, so ask again next time.
-        if v.len() > linerate_runtime::router::GENERIC_HANDLERS.len() || !self.handle.running() {
-            if let Some(slot) = self
-                .specs
-                .lock()
-                .unwrap_or_else(|x| x.into_inner())
-                .get_mut(e)
-            {
-                *slot = Some(v.clone());
-            }
-        }
-        v
+    /// Handlers of element `e` (generic ones included; fixed when the router
+    /// was built, flags included, whether or not it runs).
+    pub(crate) fn handlers_of(&self, e: usize) -> Vec<HandlerSpec> {
+        self.handle.handlers_of(e)
     }
 
     /// Index of the element called `name`, or numbered `name` from 1.

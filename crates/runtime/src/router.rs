@@ -931,13 +931,6 @@ pub struct RouterHandle {
     shared: Arc<Shared>,
 }
 
-// SAFETY: `units` is only touched under its mutex, and only while the router
-// is not running (the run moves the units out of the mutex first); elements
-// are Send. While running, calls go through the per-thread mailboxes.
-unsafe impl Send for RouterHandle {}
-// SAFETY: as above.
-unsafe impl Sync for RouterHandle {}
-
 impl RouterHandle {
     /// Element information.
     pub fn elements(&self) -> &[ElementInfo] {

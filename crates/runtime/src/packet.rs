@@ -844,27 +844,6 @@ unsafe fn copy_chunked(src: *const u8, dst: *mut u8, len: usize) {
     ptr::copy_nonoverlapping(src.add(i), dst.add(i), len - i);
 }
 
-/// Copy `src` to `dst`: 16-byte chunks the compiler inlines for templates of
-/// 16 to 128 bytes (no libc call on the source fast path), `memcpy` otherwise.
-///
-/// # Safety
-/// `dst` must be valid for `src.len()` bytes and not overlap `src`.
-#[inline(always)]
-unsafe fn copy_small(src: &[u8], dst: *mut u8) {
-    let n = src.len();
-    if (16..=128).contains(&n) {
-        let mut i = 0;
-        while i + 16 <= n {
-            ptr::copy_nonoverlapping(src.as_ptr().add(i), dst.add(i), 16);
-            i += 16;
-        }
-        // The tail as one 16-byte copy overlapping the last full chunk.
-        ptr::copy_nonoverlapping(src.as_ptr().add(n - 16), dst.add(n - 16), 16);
-    } else {
-        ptr::copy_nonoverlapping(src.as_ptr(), dst, n);
-    }
-}
-
 /// Allocate `n` packets that view `template` without copying it (the fast
 /// path for sources that repeat one packet); the first write to a packet
 /// copies the data into the packet's own buffer.
@@ -875,35 +854,6 @@ unsafe fn copy_small(src: &[u8], dst: *mut u8) {
 #[inline]
 pub unsafe fn alloc_views(template: &[u8], n: usize, ts_ns: u64, out: &mut Vec<Packet>) {
     with_pool(|pool| pool.views(template, n, ts_ns, out));
-}
-
-/// Allocate `n` packets that are copies of `template` (fast path for sources).
-#[inline]
-pub fn alloc_copies(template: &[u8], n: usize, ts_ns: u64, out: &mut Vec<Packet>) {
-    let len = template.len();
-    if HEADROOM + len > AREA {
-        out.extend((0..n).map(|_| {
-            let mut p = Packet::from_slice(template);
-            p.set_timestamp_ns(ts_ns);
-            p
-        }));
-        return;
-    }
-    with_cache(|c| {
-        for _ in 0..n {
-            let m = pool_get(c);
-            // SAFETY: m is a free pool block; data fits in its area.
-            unsafe {
-                let head = (m as *mut u8).add(META_SIZE);
-                init_meta(m, head, AREA as u32, HEADROOM, len as u32, KIND_POOL);
-                (*m).anno.timestamp_ns = ts_ns;
-                copy_small(template, head.add(HEADROOM));
-                out.push(Packet {
-                    m: NonNull::new_unchecked(m),
-                });
-            }
-        }
-    });
 }
 
 #[cfg(test)]

@@ -30,10 +30,11 @@
 //! Packets due since the start are computed from the clock and sent as one
 //! batch (at most 256); when none is due, the element sets its timer for
 //! the next one, so an idle source costs nothing and simulated time jumps
-//! straight to it.
+//! straight to it. Packets are zero-copy views of the element's template
+//! (as in InfiniteSource), copied on first write.
 
 use super::infinitesource::{fill_template, DEFAULT_DATA};
-use linerate_runtime::packet::alloc_copies;
+use linerate_runtime::packet::alloc_views;
 use linerate_runtime::{
     Batch, ConfigureCtx, Ctx, Element, ElementClass, HandlerSpec, IoCounts, MAX_BATCH,
 };
@@ -128,7 +129,9 @@ impl RatedSource {
         }
         let n = (n as usize).min(max);
         let mut b = Batch::new();
-        alloc_copies(&self.data, n, now, b.vec_mut());
+        // SAFETY: the template is owned by this element, which lives as long
+        // as the router and so longer than any packet that may be read.
+        unsafe { alloc_views(&self.data, n, now, b.vec_mut()) };
         self.count += n as u64;
         self.bytes += (n * self.data.len()) as u64;
         Some(b)

@@ -2,6 +2,7 @@
 //! a running router; and, invoked as `click` (or `linerate click`), behave as
 //! Click's user-level driver.
 
+mod bench;
 mod click;
 mod load;
 mod model;
@@ -121,6 +122,9 @@ enum Cmd {
     /// Performance model: measure C, P and H; predict the cores a line rate needs.
     #[command(subcommand)]
     Model(model::ModelCmd),
+    /// Benchmarks: `linerate bench elements` prints the per-element table.
+    #[command(subcommand)]
+    Bench(bench::BenchCmd),
     /// Behave as Click's `click` driver (all following arguments are Click's).
     #[command(disable_help_flag = true)]
     Click {
@@ -310,6 +314,7 @@ fn main() -> ExitCode {
         }
         Cmd::Click { args } => click::main(&args),
         Cmd::Model(c) => model::main(c),
+        Cmd::Bench(c) => bench::main(c),
     };
     // exit(2) keeps the low 8 bits: Click's -1 (a failed `-x` handler) is 255.
     ExitCode::from(status as u8)

@@ -167,3 +167,35 @@ fn predict_with_the_whitepaper_numbers() {
     o.expect_code(1);
     assert!(o.stderr.contains("bad rate 'fast'"), "{}", o.stderr);
 }
+
+#[test]
+fn bench_elements_prints_the_table() {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_linerate"))
+        .args([
+            "bench",
+            "elements",
+            "--runs",
+            "1",
+            "--packets",
+            "20000",
+            "Null",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let s = String::from_utf8_lossy(&out.stdout);
+    assert!(s.starts_with("| element | configuration |"), "{s}");
+    let row = s
+        .lines()
+        .find(|l| l.starts_with("| Null |"))
+        .expect("a Null row");
+    assert!(row.contains("| no-op | 64 |"), "{row}");
+    assert!(
+        !s.contains("| Counter |"),
+        "the filter keeps only Null: {s}"
+    );
+}

@@ -34,6 +34,42 @@ fn read(r: &Router, h: &str) -> String {
 }
 
 #[test]
+fn memoryreplay_replays_a_file_round_robin() {
+    let dir = std::env::temp_dir();
+    let input = dir.join(format!("linerate-replay-in-{}.pcap", std::process::id()));
+    let out = dir.join(format!("linerate-replay-out-{}.pcap", std::process::id()));
+    {
+        let mut w = linerate_io::pcap::PcapWriter::create(
+            &input,
+            linerate_io::pcap::LinkType::ETHERNET,
+            65535,
+            true,
+        )
+        .unwrap();
+        w.write(1, 60, &[1u8; 60]).unwrap();
+        w.write(2, 100, &[2u8; 100]).unwrap();
+        w.flush().unwrap();
+    }
+    let r = run(&format!(
+        "s :: MemoryReplay(FILE {}, LIMIT 5, STOP true) -> ToDump({});",
+        input.display(),
+        out.display()
+    ));
+    assert_eq!(read(&r, "s.count"), "5");
+    drop(r);
+    let mut rd = PcapReader::open(&out).unwrap();
+    let mut v = Vec::new();
+    while let Some(x) = rd.next_record() {
+        v.push(x.unwrap().data.to_vec());
+    }
+    std::fs::remove_file(&out).unwrap();
+    std::fs::remove_file(&input).unwrap();
+    let lens: Vec<usize> = v.iter().map(Vec::len).collect();
+    assert_eq!(lens, [60, 100, 60, 100, 60]);
+    assert!(v[1].iter().all(|&b| b == 2));
+}
+
+#[test]
 fn memoryreplay_frames_are_exact() {
     let out =
         std::env::temp_dir().join(format!("linerate-model-replay-{}.pcap", std::process::id()));

@@ -14,6 +14,7 @@
 //!
 //! Inside `user`, offsets are exactly Click 2.1's (`packet_anno.hh`):
 //! `DST_IP` 0 (4 bytes), `DST_IP6` 0 (16), `PAINT` 16 (1), `ICMP_PARAMPROB` 17 (1),
+//! `L4_PROTO` 18 (1, linerate's: see [`crate::flow`]),
 //! `FIX_IP_SRC` 19 (1), `VLAN_TCI` 20 (2), `AGGREGATE` 20 (4), `FWD_RATE` 20 (4),
 //! `EXTRA_PACKETS` 24 (4), `REV_RATE` 24 (4), `SEND_ERR` 26 (1),
 //! `EXTRA_LENGTH` 28 (4), `FIRST_TIMESTAMP` 32 (8), `PACKET_NUMBER` 32 (4),
@@ -58,6 +59,13 @@ pub const NAMED_ANNOS: &[(&str, AnnoInfo)] = &[
         "ICMP_PARAMPROB",
         AnnoInfo {
             offset: 17,
+            size: 1,
+        },
+    ),
+    (
+        "L4_PROTO",
+        AnnoInfo {
+            offset: 18,
             size: 1,
         },
     ),
@@ -155,6 +163,9 @@ pub mod offsets {
     pub const PAINT: usize = 16;
     /// `ICMP_PARAMPROB_ANNO`.
     pub const ICMP_PARAMPROB: usize = 17;
+    /// `L4_PROTO`: the transport protocol `L4Parser` found (after IPv6
+    /// extension headers), 0 if none. linerate's, not Click's.
+    pub const L4_PROTO: usize = 18;
     /// `FIX_IP_SRC_ANNO`.
     pub const FIX_IP_SRC: usize = 19;
     /// `VLAN_TCI_ANNO` (host order).

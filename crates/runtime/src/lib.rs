@@ -10,6 +10,7 @@ pub use anno::Anno;
 pub use batch::{Batch, DEFAULT_BURST, MAX_BATCH};
 pub use packet::{Packet, HEADROOM};
 pub mod element;
+pub mod flow;
 pub mod ports;
 pub mod registry;
 pub mod ring;

@@ -19,6 +19,10 @@
 //! - `ACTIVE` (boolean, default true): whether the task runs.
 //! - `TIMESTAMP` (boolean, default true): set each packet's timestamp
 //!   annotation (the clock is read once per batch).
+//! - `FILE` (filename): replay the frames of this pcap or pcapng file
+//!   instead of built ones (loaded into memory at configure time, at most
+//!   16,777,216 frames and 1 GiB; `LENGTH` and `PACKETS` are then ignored).
+//!   `linerate bench elements` feeds each element its traffic this way.
 //!
 //! Frame `i` (from 0) is `02:00:00:00:00:01 > 02:00:00:00:00:02`, IPv4
 //! (`ttl 64`, id `i`, valid header checksum) from `10.0.0.0 + i` to
@@ -99,7 +103,9 @@ pub fn build_frame(i: u32, out: &mut [u8]) {
 struct MemoryReplay {
     /// Frames, `stride` bytes apart, in a 64-byte aligned buffer.
     buf: Vec<u64>,
-    len: usize,
+    /// Length of each frame.
+    lens: Vec<u32>,
+    bytes: u64,
     stride: usize,
     nframes: usize,
     next: usize,
@@ -122,7 +128,14 @@ fn make(ctx: &ConfigureCtx<'_>) -> Result<Box<dyn Element>, Vec<String>> {
     let burst: usize = a.read_or("BURST", DEFAULT_BURST);
     let active = a.read_or("ACTIVE", true);
     let timestamp = a.read_or("TIMESTAMP", true);
+    let file: Option<String> = a.read("FILE");
     a.complete().map_err(|e| e.0)?;
+    if let Some(f) = file {
+        let frames = load_frames(&f).map_err(|e| vec![e])?;
+        return Ok(Box::new(MemoryReplay::new(
+            frames, ctx, limit, burst, active, stop, timestamp,
+        )?));
+    }
     let mut errs = Vec::new();
     if !(42..=65535).contains(&len) {
         errs.push("LENGTH must be between 42 and 65535".to_string());
@@ -136,40 +149,83 @@ fn make(ctx: &ConfigureCtx<'_>) -> Result<Box<dyn Element>, Vec<String>> {
     if !errs.is_empty() {
         return Err(errs);
     }
-    let stride = len.div_ceil(64) * 64;
-    if stride.saturating_mul(nframes) > 1 << 30 {
+    if len.div_ceil(64) * 64 * nframes > 1 << 30 {
         return Err(vec!["LENGTH * PACKETS must be at most 1 GiB".into()]);
     }
-    let mut buf = vec![0u64; stride * nframes / 8];
-    {
+    let frames: Vec<Vec<u8>> = (0..nframes)
+        .map(|i| {
+            let mut f = vec![0u8; len];
+            build_frame(i as u32, &mut f);
+            f
+        })
+        .collect();
+    if limit >= 0 && ctx.replica.1 > 1 {
+        let (r, n) = (ctx.replica.0 as i64, ctx.replica.1 as i64);
+        limit = limit / n + i64::from(r < limit % n);
+    }
+    Ok(Box::new(MemoryReplay::new(
+        frames, ctx, limit, burst, active, stop, timestamp,
+    )?))
+}
+
+/// Read every frame of a pcap or pcapng file.
+fn load_frames(path: &str) -> Result<Vec<Vec<u8>>, String> {
+    let mut r = linerate_io::pcap::PcapReader::open(path).map_err(|e| format!("FILE: {e}"))?;
+    let mut frames = Vec::new();
+    while let Some(rec) = r.next_record() {
+        let rec = rec.map_err(|e| format!("FILE {path}: {e}"))?;
+        frames.push(rec.data.to_vec());
+        if frames.len() > 1 << 24 {
+            return Err(format!("FILE {path}: more than 16777216 frames"));
+        }
+    }
+    if frames.is_empty() {
+        return Err(format!("FILE {path}: no frames"));
+    }
+    Ok(frames)
+}
+
+impl MemoryReplay {
+    fn new(
+        frames: Vec<Vec<u8>>,
+        ctx: &ConfigureCtx<'_>,
+        limit: i64,
+        burst: usize,
+        active: bool,
+        stop: bool,
+        timestamp: bool,
+    ) -> Result<MemoryReplay, Vec<String>> {
+        let maxlen = frames.iter().map(Vec::len).max().unwrap_or(0).max(1);
+        let stride = maxlen.div_ceil(64) * 64;
+        let nframes = frames.len();
+        if stride.saturating_mul(nframes) > 1 << 30 {
+            return Err(vec!["the frames must fit in 1 GiB".into()]);
+        }
+        let mut buf = vec![0u64; stride * nframes / 8];
         // SAFETY: viewing the u64 buffer as bytes (alignment 1 <= 8).
         let bytes = unsafe {
             std::slice::from_raw_parts_mut(buf.as_mut_ptr() as *mut u8, stride * nframes)
         };
-        for (i, f) in bytes.chunks_exact_mut(stride).enumerate() {
-            build_frame(i as u32, &mut f[..len]);
+        for (dst, f) in bytes.chunks_exact_mut(stride).zip(&frames) {
+            dst[..f.len()].copy_from_slice(f);
         }
+        Ok(MemoryReplay {
+            buf,
+            lens: frames.iter().map(|f| f.len() as u32).collect(),
+            bytes: 0,
+            stride,
+            nframes,
+            next: 0,
+            limit,
+            burst,
+            active,
+            stop,
+            timestamp,
+            count: 0,
+            push: ctx.output_is_push(0),
+            stopped: false,
+        })
     }
-    let (r, n) = ctx.replica;
-    if limit >= 0 && n > 1 {
-        let (q, rem) = (limit / n as i64, limit % n as i64);
-        limit = q + i64::from((r as i64) < rem);
-    }
-    Ok(Box::new(MemoryReplay {
-        buf,
-        len,
-        stride,
-        nframes,
-        next: 0,
-        limit,
-        burst,
-        active,
-        stop,
-        timestamp,
-        count: 0,
-        push: ctx.output_is_push(0),
-        stopped: false,
-    }))
 }
 
 const HANDLERS: &[HandlerSpec] = &[
@@ -198,8 +254,9 @@ impl MemoryReplay {
         }
         let ts = if self.timestamp { ctx.recent_ns() } else { 0 };
         let base = self.buf.as_ptr() as *const u8;
-        let (len, stride, nframes) = (self.len, self.stride, self.nframes);
+        let (lens, stride, nframes) = (&self.lens, self.stride, self.nframes);
         let mut next = self.next;
+        let mut bytes = 0u64;
         let mut b = Batch::new();
         let out = b.vec_mut();
         // SAFETY: the frames are owned by this element, which lives as long
@@ -208,6 +265,8 @@ impl MemoryReplay {
         unsafe {
             with_pool(|pool| {
                 for _ in 0..n {
+                    let len = lens[next] as usize;
+                    bytes += len as u64;
                     let f = std::slice::from_raw_parts(base.add(next * stride), len);
                     out.push(pool.view(f, ts));
                     next += 1;
@@ -219,6 +278,7 @@ impl MemoryReplay {
         }
         self.next = next;
         self.count += n as u64;
+        self.bytes += bytes;
         Some(b)
     }
 }
@@ -259,6 +319,7 @@ impl Element for MemoryReplay {
         Some(match name {
             "reset" => {
                 self.count = 0;
+                self.bytes = 0;
                 self.next = 0;
                 self.stopped = false;
                 Ok(())
@@ -273,7 +334,7 @@ impl Element for MemoryReplay {
         Some(IoCounts {
             source: true,
             packets: self.count,
-            bytes: self.count * self.len as u64,
+            bytes: self.bytes,
         })
     }
 

@@ -16,6 +16,7 @@ macro_rules! element_doc {
 pub mod analysis;
 pub mod classification;
 pub mod ethernet;
+pub mod flow;
 pub mod ip;
 pub mod iproute;
 pub mod model;
@@ -36,6 +37,7 @@ pub fn classes() -> Vec<ElementClass> {
     let mut v = Vec::new();
     v.extend_from_slice(analysis::CLASSES);
     v.extend_from_slice(ethernet::CLASSES);
+    v.extend_from_slice(flow::CLASSES);
     v.extend_from_slice(ip::CLASSES);
     v.extend_from_slice(classification::CLASSES);
     v.extend_from_slice(model::CLASSES);

@@ -22,6 +22,8 @@ use crate::packet::Packet;
 
 /// A flow's 5-tuple. IPv4 addresses are stored as IPv4-mapped IPv6
 /// addresses (`::ffff:a.b.c.d`) so both versions share one key type.
+/// The layout is fixed (`repr(C)`, 38 bytes, no padding).
+#[repr(C)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
 pub struct FlowKey {
     /// Source address (IPv4-mapped for IPv4).

@@ -1,0 +1,163 @@
+//! The flow record that flow meters hand to exporters.
+//!
+//! `FlowAggregator` emits each finished flow as a packet whose data is one
+//! [`FlowRecord`] in its in-memory layout (`#[repr(C)]`, host byte order);
+//! exporters (`IPFIXExport`, `NetFlowV9Export`, `FlowCSV`, `FlowJSON`) read
+//! it back with [`FlowRecord::from_bytes`], which checks the length and
+//! magic. Records never leave the process in this form: exporters encode
+//! them in their own wire or text format.
+
+use linerate_runtime::flow::FlowKey;
+
+/// Why a flow ended: IPFIX's `flowEndReason` (IANA element 136) codes.
+pub mod end_reason {
+    /// The flow was idle for the idle timeout.
+    pub const IDLE_TIMEOUT: u8 = 1;
+    /// The flow lasted the active timeout.
+    pub const ACTIVE_TIMEOUT: u8 = 2;
+    /// TCP FIN or RST seen (end of flow detected).
+    pub const END_OF_FLOW: u8 = 3;
+    /// Flushed at the end of the run or on a stop signal (forced end).
+    pub const FORCED_END: u8 = 4;
+    /// Evicted because a table was full (lack of resources).
+    pub const LACK_OF_RESOURCES: u8 = 5;
+}
+
+/// Per-direction counters and features of a flow.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Direction {
+    /// Packets.
+    pub packets: u64,
+    /// Bytes of IP (IPv4 total length or IPv6 40 + payload length).
+    pub bytes: u64,
+    /// First packet's timestamp, ns since the UNIX epoch.
+    pub first_ns: u64,
+    /// Last packet's timestamp, ns since the UNIX epoch.
+    pub last_ns: u64,
+    /// Smallest gap between consecutive packets, ns (0 with fewer than two).
+    pub min_iat_ns: u64,
+    /// Largest gap between consecutive packets, ns.
+    pub max_iat_ns: u64,
+    /// Smallest IP length.
+    pub min_len: u16,
+    /// Largest IP length.
+    pub max_len: u16,
+    /// IP length of the first packet.
+    pub first_len: u16,
+    /// IP length of the second packet (0 with fewer than two).
+    pub second_len: u16,
+    /// TCP flags seen (OR of every packet's flags byte; 0 for other protocols).
+    pub tcp_flags: u8,
+    /// IPv4 ToS or IPv6 traffic class of the first packet.
+    pub tos: u8,
+    /// Smallest TTL or hop limit.
+    pub min_ttl: u8,
+    /// Largest TTL or hop limit.
+    pub max_ttl: u8,
+    /// Padding (zero).
+    pub _pad: [u8; 4],
+}
+
+/// One finished flow. `rev.packets == 0` means a one-way record (or a
+/// biflow whose reverse direction carried nothing).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct FlowRecord {
+    /// [`FlowRecord::MAGIC`].
+    pub magic: u32,
+    /// Outer VLAN id (0 if none or not part of the key).
+    pub vlan: u16,
+    /// Why the flow ended ([`end_reason`]).
+    pub end_reason: u8,
+    /// 1 for a biflow record (RFC 5103), 0 otherwise.
+    pub biflow: u8,
+    /// The 5-tuple of the forward direction (the flow's first packet).
+    pub key: FlowKey,
+    /// Padding (zero).
+    pub _pad: [u8; 2],
+    /// Forward direction.
+    pub fwd: Direction,
+    /// Reverse direction (biflows only).
+    pub rev: Direction,
+}
+
+impl FlowRecord {
+    /// Marks packet data as a flow record.
+    pub const MAGIC: u32 = 0x464c_5752;
+    /// Size of a record in bytes.
+    pub const SIZE: usize = std::mem::size_of::<FlowRecord>();
+
+    /// The record's bytes (to become a packet's data).
+    pub fn as_bytes(&self) -> &[u8] {
+        // SAFETY: FlowRecord is repr(C) with no implicit padding (explicit
+        // `_pad` fields; FlowKey is repr(C), 38 bytes), so every byte is an
+        // initialized integer byte.
+        unsafe { std::slice::from_raw_parts(self as *const Self as *const u8, Self::SIZE) }
+    }
+
+    /// A record with every field zero except the magic.
+    pub fn new() -> FlowRecord {
+        // SAFETY: all-zero bytes are a valid FlowRecord (integers and arrays).
+        let mut r: FlowRecord = unsafe { std::mem::zeroed() };
+        r.magic = Self::MAGIC;
+        r
+    }
+
+    /// Read a record from packet data; `None` if the length or magic is wrong.
+    pub fn from_bytes(b: &[u8]) -> Option<FlowRecord> {
+        if b.len() != Self::SIZE {
+            return None;
+        }
+        // SAFETY: length checked; read_unaligned copes with any alignment and
+        // every bit pattern is a valid FlowRecord.
+        let r: FlowRecord = unsafe { std::ptr::read_unaligned(b.as_ptr() as *const FlowRecord) };
+        (r.magic == Self::MAGIC).then_some(r)
+    }
+
+    /// Flow duration in ns over both directions.
+    pub fn duration_ns(&self) -> u64 {
+        let first = if self.rev.packets > 0 {
+            self.fwd.first_ns.min(self.rev.first_ns)
+        } else {
+            self.fwd.first_ns
+        };
+        let last = self.fwd.last_ns.max(self.rev.last_ns);
+        last.saturating_sub(first)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn layout_has_no_implicit_padding() {
+        assert_eq!(std::mem::size_of::<FlowKey>(), 38);
+        assert_eq!(std::mem::size_of::<Direction>(), 64);
+        assert_eq!(std::mem::offset_of!(FlowRecord, fwd), 48);
+        assert_eq!(FlowRecord::SIZE, 176);
+    }
+
+    #[test]
+    fn round_trip_and_checks() {
+        let mut r = FlowRecord::new();
+        r.key.sport = 1234;
+        r.key.version = 6;
+        r.fwd.packets = 3;
+        r.fwd.first_ns = 10;
+        r.fwd.last_ns = 50;
+        r.rev.packets = 1;
+        r.rev.first_ns = 5;
+        r.rev.last_ns = 60;
+        r.end_reason = end_reason::END_OF_FLOW;
+        let b = r.as_bytes().to_vec();
+        assert_eq!(b.len(), FlowRecord::SIZE);
+        assert_eq!(FlowRecord::from_bytes(&b), Some(r));
+        assert_eq!(r.duration_ns(), 55);
+        assert_eq!(FlowRecord::from_bytes(&b[1..]), None);
+        let mut bad = b.clone();
+        bad[0] ^= 1;
+        assert_eq!(FlowRecord::from_bytes(&bad), None);
+    }
+}

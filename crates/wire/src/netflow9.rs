@@ -421,7 +421,7 @@ mod tests {
         assert_eq!(sets[1].payload().len(), 20);
 
         let fields: Vec<Field> = t.fields().collect();
-        let mut out = vec![0u8; 48];
+        let mut out = [0u8; 48];
         r.emit(&mut Packet::new_unchecked(&mut out[..])).unwrap();
         let mut s = FlowSet::new_unchecked(&mut out[20..24]);
         s.set_set_id(0);

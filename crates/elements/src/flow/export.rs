@@ -1,0 +1,281 @@
+//! What `IPFIXExport` and `NetFlowV9Export` share: the message buffer that
+//! packs records into sets under the MTU, the transport (a UDP socket to
+//! the collector and/or a file) with pacing, and the common arguments.
+
+use linerate_runtime::ConfigureCtx;
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::net::{SocketAddr, ToSocketAddrs, UdpSocket};
+use std::time::{Duration, Instant};
+
+/// Smallest accepted MTU (payload bytes of a datagram).
+pub(crate) const MIN_MTU: usize = 512;
+
+/// The arguments both exporters take.
+pub(crate) struct CommonArgs {
+    pub collector: Option<String>,
+    pub filename: Option<String>,
+    pub mtu: usize,
+    pub pace: u32,
+    pub template_ns: u64,
+    pub flush_ns: u64,
+    pub domain: u32,
+    pub reference: bool,
+}
+
+impl CommonArgs {
+    /// Read COLLECTOR, FILENAME, MTU, PACE, TEMPLATE_INTERVAL, FLUSH_INTERVAL,
+    /// DOMAIN and IMPL from `a`; the caller completes `a`.
+    pub fn read(a: &mut linerate_args::Args, ctx: &ConfigureCtx<'_>) -> CommonArgs {
+        let collector: Option<String> = a.read_p("COLLECTOR");
+        let filename: Option<String> = a.read("FILENAME");
+        let mtu: u32 = a.read_or("MTU", 1400);
+        let pace: u32 = a.read_or("PACE", 0);
+        let template: linerate_args::Seconds = a.read_or(
+            "TEMPLATE_INTERVAL",
+            linerate_args::Seconds {
+                nanos: 10_000_000_000,
+            },
+        );
+        let flush: linerate_args::Seconds = a.read_or(
+            "FLUSH_INTERVAL",
+            linerate_args::Seconds {
+                nanos: 1_000_000_000,
+            },
+        );
+        let domain: u32 = a.read_or("DOMAIN", 1);
+        let imp: linerate_args::Word = a.read_or("IMPL", linerate_args::Word("fast".into()));
+        if !matches!(imp.0.as_str(), "fast" | "reference") {
+            a.error(format!(
+                "IMPL: expected 'fast' or 'reference', not '{}'",
+                imp.0
+            ));
+        }
+        if collector.is_none() && filename.is_none() {
+            a.error("give COLLECTOR or FILENAME (or both)");
+        }
+        if (mtu as usize) < MIN_MTU || mtu > 65_000 {
+            a.error(format!("MTU: must be between {MIN_MTU} and 65000"));
+        }
+        CommonArgs {
+            collector,
+            filename,
+            mtu: mtu as usize,
+            pace,
+            template_ns: template.nanos.max(1),
+            flush_ns: flush.nanos.max(1),
+            // Replicas of one configuration export as separate observation
+            // domains so that each keeps its own sequence numbers.
+            domain: domain.wrapping_add(ctx.replica.0 as u32),
+            reference: imp.0 == "reference",
+        }
+    }
+}
+
+/// Where messages go, with counters and pacing.
+pub(crate) struct Transport {
+    pub collector: Option<String>,
+    pub filename: Option<String>,
+    sock: Option<(UdpSocket, SocketAddr)>,
+    file: Option<BufWriter<File>>,
+    gap: Option<Duration>,
+    next: Option<Instant>,
+    /// Messages sent (UDP) or written (file only).
+    pub messages: u64,
+    /// Bytes of those messages.
+    pub bytes: u64,
+    /// Datagrams that failed to send.
+    pub dropped: u64,
+    /// File write errors.
+    pub file_errors: u64,
+}
+
+/// Bursts the pacer allows after an idle period, in datagrams.
+const PACE_BURST: u32 = 8;
+
+impl Transport {
+    pub fn new(args: &CommonArgs) -> Transport {
+        Transport {
+            collector: args.collector.clone(),
+            filename: args.filename.clone(),
+            sock: None,
+            file: None,
+            gap: (args.pace > 0)
+                .then(|| Duration::from_nanos(1_000_000_000 / u64::from(args.pace))),
+            next: None,
+            messages: 0,
+            bytes: 0,
+            dropped: 0,
+            file_errors: 0,
+        }
+    }
+
+    /// Resolve the collector, open the socket and the file.
+    pub fn open(&mut self) -> Result<(), String> {
+        if let Some(c) = &self.collector {
+            let addr = c
+                .to_socket_addrs()
+                .map_err(|e| format!("COLLECTOR {c}: {e}"))?
+                .next()
+                .ok_or_else(|| format!("COLLECTOR {c}: no address"))?;
+            let local: SocketAddr = if addr.is_ipv4() {
+                ([0, 0, 0, 0], 0).into()
+            } else {
+                (std::net::Ipv6Addr::UNSPECIFIED, 0).into()
+            };
+            let s = UdpSocket::bind(local).map_err(|e| format!("COLLECTOR {c}: {e}"))?;
+            self.sock = Some((s, addr));
+        }
+        if let Some(f) = &self.filename {
+            let file = File::create(f).map_err(|e| format!("{f}: {e}"))?;
+            self.file = Some(BufWriter::with_capacity(1 << 18, file));
+        }
+        Ok(())
+    }
+
+    /// Send one message: paced datagram to the collector, appended to the file.
+    pub fn send(&mut self, msg: &[u8]) {
+        if let Some((s, addr)) = &self.sock {
+            if let Some(gap) = self.gap {
+                let now = Instant::now();
+                let floor = now.checked_sub(gap * PACE_BURST).unwrap_or(now);
+                let next = self.next.map_or(floor, |n| n.max(floor));
+                if next > now {
+                    std::thread::sleep(next - now);
+                }
+                self.next = Some(next + gap);
+            }
+            if s.send_to(msg, addr).is_err() {
+                self.dropped += 1;
+            }
+        }
+        if let Some(f) = self.file.as_mut() {
+            if f.write_all(msg).is_err() {
+                self.file_errors += 1;
+            }
+        }
+        self.messages += 1;
+        self.bytes += msg.len() as u64;
+    }
+
+    /// Flush the file.
+    pub fn finish(&mut self) {
+        if let Some(f) = self.file.as_mut() {
+            if f.flush().is_err() {
+                self.file_errors += 1;
+            }
+        }
+    }
+}
+
+/// A message being filled: header room, then sets of records, kept under
+/// the MTU. IPFIX sets need no padding; NetFlow v9 FlowSets are padded to
+/// four bytes.
+pub(crate) struct MsgBuf {
+    pub buf: Vec<u8>,
+    mtu: usize,
+    hdr: usize,
+    pad4: bool,
+    set_at: usize,
+    set_id: Option<u16>,
+    /// Data records in the message.
+    pub data_records: u32,
+    /// Records of any kind (NetFlow v9's count).
+    pub all_records: u32,
+}
+
+impl MsgBuf {
+    pub fn new(mtu: usize, hdr: usize, pad4: bool) -> MsgBuf {
+        let mut buf = Vec::with_capacity(mtu);
+        buf.resize(hdr, 0);
+        MsgBuf {
+            buf,
+            mtu,
+            hdr,
+            pad4,
+            set_at: 0,
+            set_id: None,
+            data_records: 0,
+            all_records: 0,
+        }
+    }
+
+    /// True if nothing but the header is in the message.
+    pub fn is_empty(&self) -> bool {
+        self.buf.len() == self.hdr
+    }
+
+    fn close_set(&mut self) {
+        if self.set_id.take().is_some() {
+            if self.pad4 {
+                while (self.buf.len() - self.set_at) % 4 != 0 {
+                    self.buf.push(0);
+                }
+            }
+            let n = (self.buf.len() - self.set_at) as u16;
+            self.buf[self.set_at + 2..self.set_at + 4].copy_from_slice(&n.to_be_bytes());
+        }
+    }
+
+    /// Whether a record of `len` bytes in set `id` fits in the message.
+    pub fn fits(&self, id: u16, len: usize) -> bool {
+        let pad = if self.pad4 { 3 } else { 0 };
+        let need = len + pad + if self.set_id == Some(id) { 0 } else { 4 };
+        self.buf.len() + need <= self.mtu
+    }
+
+    /// Room for a record of `len` bytes in set `id` (zeroed, at the end of
+    /// the buffer), or `None` when the message is full.
+    pub fn record(&mut self, id: u16, len: usize, data: bool) -> Option<&mut [u8]> {
+        if !self.fits(id, len) {
+            return None;
+        }
+        if self.set_id != Some(id) {
+            self.close_set();
+            self.set_at = self.buf.len();
+            self.buf.extend_from_slice(&id.to_be_bytes());
+            self.buf.extend_from_slice(&[0, 0]);
+            self.set_id = Some(id);
+        }
+        let at = self.buf.len();
+        self.buf.resize(at + len, 0);
+        self.all_records += 1;
+        if data {
+            self.data_records += 1;
+        }
+        Some(&mut self.buf[at..])
+    }
+
+    /// Close the last set; the message (header still to fill) is `buf`.
+    pub fn finish(&mut self) {
+        self.close_set();
+    }
+
+    /// Start the next message.
+    pub fn reset(&mut self) {
+        self.buf.truncate(self.hdr);
+        self.buf[..self.hdr].fill(0);
+        self.set_id = None;
+        self.data_records = 0;
+        self.all_records = 0;
+    }
+}
+
+/// Write `v`'s low `out.len()` bytes big-endian.
+#[inline]
+pub(crate) fn put_be(out: &mut [u8], v: u64) {
+    let b = v.to_be_bytes();
+    out.copy_from_slice(&b[8 - out.len()..]);
+}
+
+/// The IPv4 address in an IPv4-mapped key address.
+#[inline]
+pub(crate) fn v4(a: &[u8; 16]) -> [u8; 4] {
+    [a[12], a[13], a[14], a[15]]
+}
+
+/// True for ICMP and ICMPv6, whose key ports are (identifier, type/code).
+#[inline]
+pub(crate) fn is_icmp(proto: u8) -> bool {
+    proto == 1 || proto == 58
+}

@@ -208,7 +208,7 @@ impl MsgBuf {
     fn close_set(&mut self) {
         if self.set_id.take().is_some() {
             if self.pad4 {
-                while (self.buf.len() - self.set_at) % 4 != 0 {
+                while !(self.buf.len() - self.set_at).is_multiple_of(4) {
                     self.buf.push(0);
                 }
             }

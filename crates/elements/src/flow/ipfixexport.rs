@@ -518,7 +518,7 @@ impl IpfixExport {
 
     fn export(&mut self, r: &FlowRecord) {
         self.clock_ns = self.clock_ns.max(r.fwd.last_ns).max(r.rev.last_ns);
-        if self.next_template_ns.map_or(true, |t| self.clock_ns >= t) {
+        if self.next_template_ns.is_none_or(|t| self.clock_ns >= t) {
             self.send_templates();
             self.next_template_ns = Some(self.clock_ns.saturating_add(self.template_ns));
         }

@@ -352,7 +352,7 @@ impl V9Export {
             let first = r.fwd.first_ns / 1_000_000;
             self.boot_ms = Some((first / 1000 * 1000).saturating_sub(BOOT_MARGIN_MS));
         }
-        if self.next_template_ns.map_or(true, |t| self.clock_ns >= t) {
+        if self.next_template_ns.is_none_or(|t| self.clock_ns >= t) {
             self.send_templates();
             self.next_template_ns = Some(self.clock_ns.saturating_add(self.template_ns));
         }

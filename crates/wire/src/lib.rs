@@ -56,6 +56,7 @@ pub mod ipfix;
 pub mod ipv4;
 pub mod ipv6;
 pub mod ipv6ext;
+pub mod l4;
 pub mod netflow9;
 pub mod prelude;
 pub mod tcp;
@@ -191,6 +192,7 @@ mod tests {
         }
         let _ = ipv6::Repr::parse(&ipv6::Packet::new_unchecked(data));
         let _ = ipv6ext::walk(first, data);
+        let _ = l4::parse(data);
         if let Ok(p) = ipv6ext::Packet::new_checked(data, first) {
             let _ = (p.data(), p.payload(), p.frag_offset(), p.frag_ident());
         }

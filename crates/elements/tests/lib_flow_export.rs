@@ -605,3 +605,46 @@ proptest! {
         prop_assert_eq!(&hs[0][3], "1");
     }
 }
+
+#[test]
+fn flow_export_picks_the_protocol() {
+    let recs = [tcp4()];
+    let f = records_pcap("fe.pcap", &recs, &[]);
+    for (args, version) in [
+        ("PROTOCOL v9, COLLECTOR {a}, ENTERPRISE 1", 9u16),
+        ("{a}, PROTOCOL ipfix", 10),
+        ("v9, {a}", 9),
+        ("IPFIX, COLLECTOR {a}, IGNORED e.ignored", 10),
+    ] {
+        let (sock, addr) = listener();
+        let args = args.replace("{a}", &addr);
+        let r = run(
+            &format!(
+                "FromDump({}, STOP true) -> e :: FlowExport({args});",
+                f.display()
+            ),
+            RouterOptions::default(),
+        );
+        assert_eq!(read(&r, "e.records"), "1", "{args}");
+        let msgs = recv_all(&sock);
+        assert!(!msgs.is_empty());
+        assert!(
+            msgs.iter()
+                .all(|m| u16::from_be_bytes([m[0], m[1]]) == version),
+            "{args}"
+        );
+    }
+    for (cfg, msg) in [
+        ("FlowExport()", "PROTOCOL"),
+        (
+            "FlowExport(PROTOCOL v5, COLLECTOR 127.0.0.1:9)",
+            "expected 'ipfix' or 'v9'",
+        ),
+        ("FlowExport(v9)", "COLLECTOR or FILENAME"),
+    ] {
+        let e = common::build(&format!("Idle -> {cfg}"), RouterOptions::default())
+            .err()
+            .unwrap_or_else(|| panic!("{cfg} accepted"));
+        assert!(e.contains(msg), "{cfg}: {e}");
+    }
+}

@@ -819,10 +819,9 @@ fn flush_all(info: &[ElementInfo], units: &mut [Unit]) {
             loop {
                 let u = &mut units[k];
                 let more = crate::sched::flush_element(&u.graph, &mut u.state, e as u32);
-                while units
-                    .iter_mut()
-                    .fold(false, |w, u| crate::sched::settle_rings(&u.graph, &mut u.state) | w)
-                {}
+                while units.iter_mut().fold(false, |w, u| {
+                    crate::sched::settle_rings(&u.graph, &mut u.state) | w
+                }) {}
                 if !more {
                     break;
                 }

@@ -150,6 +150,16 @@ pub trait Element: Send + 'static {
         None
     }
 
+    /// The run is ending: emit what the element still holds (flow tables,
+    /// buffered records) with `ctx.push`. Called after the last scheduler
+    /// round, before [`cleanup`](Self::cleanup), once per element in
+    /// topological order (upstream first), and again while it returns true:
+    /// emit at most a batch or so per call and return true if more is left.
+    fn flush(&mut self, ctx: &mut Ctx<'_>) -> bool {
+        let _ = ctx;
+        false
+    }
+
     /// Called when the run ends (flush files, close sockets).
     fn cleanup(&mut self) {}
 

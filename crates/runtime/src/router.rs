@@ -740,6 +740,7 @@ impl Router {
                 &u.state.handler_fn,
             );
         }
+        flush_all(&self.info, &mut units);
         for u in units.iter_mut() {
             for c in u.graph.elems.iter().flatten() {
                 if let Ok(mut e) = c.try_borrow_mut() {
@@ -776,6 +777,56 @@ impl Router {
     /// The options this router was built with.
     pub fn options(&self) -> &RouterOptions {
         &self.opts
+    }
+}
+
+/// Elements in topological order (upstream first); elements on cycles
+/// follow in index order.
+fn topo_order(info: &[ElementInfo]) -> Vec<usize> {
+    let n = info.len();
+    let mut indeg: Vec<usize> = info
+        .iter()
+        .map(|e| e.in_conns.iter().map(Vec::len).sum())
+        .collect();
+    let mut order: Vec<usize> = (0..n).filter(|&e| indeg[e] == 0).collect();
+    let mut i = 0;
+    while i < order.len() {
+        for &(d, _) in info[order[i]].out_conns.iter().flatten() {
+            indeg[d] -= 1;
+            if indeg[d] == 0 {
+                order.push(d);
+            }
+        }
+        i += 1;
+    }
+    let mut seen = vec![false; n];
+    for &e in &order {
+        seen[e] = true;
+    }
+    order.extend((0..n).filter(|&e| !seen[e]));
+    order
+}
+
+/// The end-of-run flush (`Element::flush`), single-threaded after the
+/// threads have joined: each element in topological order, each replica,
+/// until it has nothing left, delivering cross-thread rings in between.
+fn flush_all(info: &[ElementInfo], units: &mut [Unit]) {
+    for e in topo_order(info) {
+        for k in 0..units.len() {
+            if units[k].graph.elems[e].is_none() {
+                continue;
+            }
+            loop {
+                let u = &mut units[k];
+                let more = crate::sched::flush_element(&u.graph, &mut u.state, e as u32);
+                while units.iter_mut().fold(false, |w, u| {
+                    crate::sched::settle_rings(&u.graph, &mut u.state) | w
+                }) {}
+                if !more {
+                    break;
+                }
+            }
+        }
     }
 }
 

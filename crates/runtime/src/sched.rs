@@ -563,6 +563,21 @@ pub(crate) fn thread_loop(g: &Graph, s: &mut State) {
     }
 }
 
+/// End-of-run hook: call `elem`'s [`Element::flush`] once and deliver what
+/// it emitted on this thread; true if it asked to be called again.
+pub(crate) fn flush_element(g: &Graph, s: &mut State, elem: u32) -> bool {
+    let mut more = false;
+    s.recent.set(0);
+    activate(g, s, elem, |el, ctx| more = el.flush(ctx));
+    drain(g, s);
+    more
+}
+
+/// Deliver what waits in this thread's incoming rings; true if any did.
+pub(crate) fn settle_rings(g: &Graph, s: &mut State) -> bool {
+    poll_rings(g, s)
+}
+
 /// Run `f` on element `elem` outside the data plane (before or after a run).
 pub(crate) fn with_element<R>(
     g: &Graph,

@@ -1,0 +1,812 @@
+//! Merges microflow records into flow records (the TurboFlow aggregator).
+//!
+//! # Synopsis
+//! `FlowAggregator([KEYWORDS])`
+//!
+//! # Ports
+//! One push input: microflow records from `MicroflowTable` (packets whose
+//! data is a `Microflow`; anything else is counted as `bad` and dropped).
+//! One push output: flow records, one per packet (the data is one
+//! `FlowRecord` in its in-memory layout, the contract with the exporters
+//! `FlowCSV`, `FlowJSON`, `IPFIXExport`, `NetFlowV9Export`; the packet's
+//! timestamp is the flow's last packet).
+//!
+//! # Arguments
+//! - `ACTIVE` (seconds, default 300; 0 = off): a flow is exported when it
+//!   has lasted this long (reason active timeout); later packets start a
+//!   new record.
+//! - `IDLE` (seconds, default 60; 0 = off): a flow is exported when no
+//!   packet was seen for longer than this (reason idle timeout).
+//! - `TCPEND` (boolean, default true): end a TCP flow on RST, or on FIN
+//!   (one-way records) or FIN in both directions (biflows) (reason end of
+//!   flow).
+//! - `BIFLOW` (boolean, default false): RFC 5103 bidirectional records: the
+//!   reverse 5-tuple joins the record of the direction seen first, in `rev`.
+//! - `VLAN` (boolean, default false): the VLAN id is part of the flow key
+//!   (and of the record); otherwise records carry VLAN 0.
+//! - `TIME` (`packet`, `wall` or `auto`, default `auto`): the clock of the
+//!   timeouts: the largest packet time seen (files), or the system clock
+//!   (live; checked per batch and every second). `auto` picks wall time if
+//!   the first microflow's timestamp is within 60 s of the system clock.
+//! - `CAPACITY` (integer, default 65536): initial flow table size; it grows
+//!   (doubling) beyond half load.
+//! - `IMPL` (`fast` or `reference`, default `fast`).
+//!
+//! A flow's times come from its microflows, which reach the aggregator when
+//! the fast path evicts them; keep the fast path's timeouts well below
+//! these so that a flow's pieces arrive before it times out here.
+//!
+//! # Handlers
+//! - `microflows` (read): microflow records received.
+//! - `flows` (read): flows created; `active` (read): flows in the table.
+//! - `records` (read): flow records emitted; `idle_timeouts`,
+//!   `active_timeouts`, `end_of_flow`, `forced_end` (read): by reason.
+//! - `ignored` (read): packets the fast path ignored
+//!   (ignoredPacketTotalCount), carried in-band by the microflow records;
+//!   exporters read this handler.
+//! - `packets` (read): packets in the microflows received.
+//! - `bad` (read): input packets that were not microflow records.
+//! - `flush` (write): export every flow (forced end) at the next batch or
+//!   timer tick (1 s).
+//!
+//! # Example
+//! ```click
+//! FromDump(trace.pcap, STOP true) -> CheckIPHeader(14) -> MicroflowTable
+//!   -> FlowAggregator(ACTIVE 300, IDLE 60, BIFLOW true) -> FlowCSV(flows.csv);
+//! ```
+//!
+//! # Implementation
+//! Open addressing with linear probing over two parallel arrays (32-bit
+//! tags, 0 = empty, and slab indices), so a probe reads 8 bytes per slot;
+//! flows live in a slab (stable indices, free list) so that deletions
+//! (backward shift) move only index entries. With `BIFLOW` the hash is
+//! symmetric (computed over the endpoints in canonical order), so one
+//! probe sequence finds the forward or the reverse key. Timeouts are kept
+//! in a binary min-heap of (deadline, flow id) with lazy updates: a flow's
+//! entry is re-inserted with its current deadline only when the old one
+//! comes due, so a microflow costs a heap peek, not a scan. Each batch is
+//! processed in two passes: decode and hash every record and prefetch its
+//! home tag, then merge in order. At the end of the run (`Element::flush`)
+//! every flow is exported in creation order (forced end), 256 per call.
+//!
+//! `IMPL reference` keeps a `HashMap` of flows and finds expired flows by
+//! a full scan per microflow (sorted by deadline and flow id); its records
+//! and handler values are identical.
+//!
+//! Not in Click.
+
+use super::microflowtable::{hash_key, Microflow};
+use super::record::{end_reason, Direction, FlowRecord};
+use linerate_runtime::flow::FlowKey;
+use linerate_runtime::{Batch, ConfigureCtx, Ctx, Element, ElementClass, HandlerSpec, MAX_BATCH};
+use std::any::Any;
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap};
+
+/// The `FlowAggregator` element class.
+pub const CLASS: ElementClass = ElementClass {
+    name: "FlowAggregator",
+    port_count: "1/1",
+    processing: "h/h",
+    doc: element_doc!("flow/flowaggregator"),
+    make,
+};
+
+const TICK_NS: u64 = 1_000_000_000;
+const FLUSH_CHUNK: usize = 256;
+
+/// Push `b` on `port` in batches of at most `MAX_BATCH` packets.
+pub(crate) fn push_chunks(ctx: &mut Ctx<'_>, port: usize, mut b: Batch) {
+    while b.len() > MAX_BATCH {
+        let rest = b.split_off_tail(MAX_BATCH);
+        ctx.push(port, b);
+        b = rest;
+    }
+    ctx.push(port, b);
+}
+
+trait SplitTail {
+    fn split_off_tail(&mut self, keep: usize) -> Batch;
+}
+
+impl SplitTail for Batch {
+    /// Keep the first `keep` packets; return the rest.
+    fn split_off_tail(&mut self, keep: usize) -> Batch {
+        let mut rest = Batch::new();
+        rest.vec_mut().extend(self.vec_mut().drain(keep..));
+        rest
+    }
+}
+
+/// Merge a microflow's direction into a flow's.
+pub(crate) fn merge(a: &mut Direction, m: &Direction) {
+    if a.packets == 0 {
+        *a = *m;
+        return;
+    }
+    let gap = m.first_ns.saturating_sub(a.last_ns);
+    let mut min = if a.packets >= 2 {
+        a.min_iat_ns.min(gap)
+    } else {
+        gap
+    };
+    if m.packets >= 2 {
+        min = min.min(m.min_iat_ns);
+    }
+    a.min_iat_ns = min;
+    a.max_iat_ns = a.max_iat_ns.max(gap).max(m.max_iat_ns);
+    if a.packets == 1 {
+        a.second_len = m.first_len;
+    }
+    a.packets += m.packets;
+    a.bytes += m.bytes;
+    a.first_ns = a.first_ns.min(m.first_ns);
+    a.last_ns = a.last_ns.max(m.last_ns);
+    a.min_len = a.min_len.min(m.min_len);
+    a.max_len = a.max_len.max(m.max_len);
+    a.tcp_flags |= m.tcp_flags;
+    a.min_ttl = a.min_ttl.min(m.min_ttl);
+    a.max_ttl = a.max_ttl.max(m.max_ttl);
+}
+
+/// One flow in the table.
+#[derive(Clone, Copy, Default)]
+struct Flow {
+    key: FlowKey,
+    vlan: u16,
+    /// FIN seen: bit 0 forward, bit 1 reverse.
+    fin: u8,
+    id: u64,
+    fwd: Direction,
+    rev: Direction,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum TimeMode {
+    Packet,
+    Wall,
+    Auto,
+}
+
+#[derive(Clone, Copy)]
+struct Config {
+    active: u64,
+    idle: u64,
+    tcpend: bool,
+    biflow: bool,
+    vlan: bool,
+}
+
+impl Config {
+    /// When `f` expires, and why (`u64::MAX`: never).
+    fn deadline(&self, f: &Flow) -> (u64, u8) {
+        let last = f.fwd.last_ns.max(f.rev.last_ns);
+        let first = if f.rev.packets > 0 {
+            f.fwd.first_ns.min(f.rev.first_ns)
+        } else {
+            f.fwd.first_ns
+        };
+        let idle = last.saturating_add(self.idle).saturating_add(1);
+        let active = first.saturating_add(self.active);
+        let idle = if self.idle == 0 { u64::MAX } else { idle };
+        let active = if self.active == 0 { u64::MAX } else { active };
+        if idle <= active {
+            (idle, end_reason::IDLE_TIMEOUT)
+        } else {
+            (active, end_reason::ACTIVE_TIMEOUT)
+        }
+    }
+
+    fn timeouts(&self) -> bool {
+        self.active != 0 || self.idle != 0
+    }
+
+    /// Table hash of a key: symmetric for biflows.
+    fn hash(&self, k: &FlowKey, vlan: u16) -> u64 {
+        if self.biflow && (k.dst, k.dport) < (k.src, k.sport) {
+            hash_key(&k.reversed(), vlan)
+        } else {
+            hash_key(k, vlan)
+        }
+    }
+
+    /// The record of `f`; a biflow's forward direction is the one whose
+    /// first packet came first (its microflows may arrive in either order).
+    fn record(&self, f: &Flow, reason: u8) -> FlowRecord {
+        let swap = self.biflow && f.rev.packets > 0 && f.rev.first_ns < f.fwd.first_ns;
+        let (key, fwd, rev) = if swap {
+            (f.key.reversed(), f.rev, f.fwd)
+        } else {
+            (f.key, f.fwd, f.rev)
+        };
+        FlowRecord {
+            vlan: f.vlan,
+            end_reason: reason,
+            biflow: self.biflow as u8,
+            key,
+            fwd,
+            rev,
+            ..FlowRecord::new()
+        }
+    }
+
+    /// Merge `m` into `f` (reverse direction if `rev`); true if the flow
+    /// ended (TCP end of flow).
+    fn apply(&self, f: &mut Flow, m: &Microflow, rev: bool) -> bool {
+        merge(if rev { &mut f.rev } else { &mut f.fwd }, &m.dir);
+        if !self.tcpend || m.key.proto != 6 {
+            return false;
+        }
+        if m.dir.tcp_flags & 0x04 != 0 {
+            return true;
+        }
+        if m.dir.tcp_flags & 0x01 != 0 {
+            f.fin |= 1 << rev as u8;
+        }
+        if self.biflow {
+            f.fin == 3
+        } else {
+            f.fin != 0
+        }
+    }
+}
+
+#[derive(Default, Clone, Copy)]
+struct Stats {
+    microflows: u64,
+    packets: u64,
+    flows: u64,
+    records: u64,
+    by_reason: [u64; 6],
+    ignored: u64,
+    bad: u64,
+    now: u64,
+}
+
+/// The fast table.
+struct Fast {
+    tags: Vec<u32>,
+    slots: Vec<u32>,
+    mask: usize,
+    len: usize,
+    flows: Vec<Flow>,
+    /// Each slab entry's hash (to re-place on growth and find its home).
+    hashes: Vec<u64>,
+    free: Vec<u32>,
+    heap: BinaryHeap<Reverse<(u64, u64, u32)>>,
+    scratch: Vec<(Microflow, u64)>,
+    flush_order: Vec<u32>,
+}
+
+struct Reference {
+    flows: HashMap<(FlowKey, u16), Flow>,
+    flush_order: Vec<(FlowKey, u16)>,
+}
+
+enum Table {
+    Fast(Box<Fast>),
+    Reference(Reference),
+}
+
+struct FlowAggregator {
+    cfg: Config,
+    time: TimeMode,
+    table: Table,
+    stats: Stats,
+    next_id: u64,
+    timer_armed: bool,
+    flush_requested: bool,
+    flushing: bool,
+}
+
+fn make(ctx: &ConfigureCtx<'_>) -> Result<Box<dyn Element>, Vec<String>> {
+    use linerate_args::{Args, Seconds, Word};
+    let mut a = Args::new(&ctx.args);
+    let active: Seconds = a.read_or(
+        "ACTIVE",
+        Seconds {
+            nanos: 300_000_000_000,
+        },
+    );
+    let idle: Seconds = a.read_or(
+        "IDLE",
+        Seconds {
+            nanos: 60_000_000_000,
+        },
+    );
+    let tcpend = a.read_or("TCPEND", true);
+    let biflow = a.read_or("BIFLOW", false);
+    let vlan = a.read_or("VLAN", false);
+    let time = a.read_or("TIME", Word("auto".into())).0;
+    let capacity: usize = a.read_or("CAPACITY", 65536usize);
+    let imp = a.read_or("IMPL", Word("fast".into())).0;
+    a.complete().map_err(|e| e.0)?;
+    let time = match time.as_str() {
+        "packet" => TimeMode::Packet,
+        "wall" => TimeMode::Wall,
+        "auto" => TimeMode::Auto,
+        _ => return Err(vec!["TIME must be 'packet', 'wall' or 'auto'".into()]),
+    };
+    let cap = capacity.clamp(16, 1 << 30).next_power_of_two();
+    let table = match imp.as_str() {
+        "fast" => Table::Fast(Box::new(Fast {
+            tags: vec![0; cap],
+            slots: vec![0; cap],
+            mask: cap - 1,
+            len: 0,
+            flows: Vec::with_capacity(cap / 2),
+            hashes: Vec::with_capacity(cap / 2),
+            free: Vec::new(),
+            heap: BinaryHeap::new(),
+            scratch: Vec::with_capacity(MAX_BATCH),
+            flush_order: Vec::new(),
+        })),
+        "reference" => Table::Reference(Reference {
+            flows: HashMap::new(),
+            flush_order: Vec::new(),
+        }),
+        _ => return Err(vec!["IMPL must be 'fast' or 'reference'".into()]),
+    };
+    Ok(Box::new(FlowAggregator {
+        cfg: Config {
+            active: active.nanos,
+            idle: idle.nanos,
+            tcpend,
+            biflow,
+            vlan,
+        },
+        time,
+        table,
+        stats: Stats::default(),
+        next_id: 0,
+        timer_armed: false,
+        flush_requested: false,
+        flushing: false,
+    }))
+}
+
+impl Fast {
+    /// Find `k` (or its reverse for biflows): (slab index, reverse).
+    #[inline]
+    fn find(&self, cfg: &Config, h: u64, k: &FlowKey, vlan: u16) -> Option<(u32, bool)> {
+        let tag = ((h >> 32) as u32) | 1;
+        let mut i = h as usize & self.mask;
+        loop {
+            let t = self.tags[i];
+            if t == 0 {
+                return None;
+            }
+            if t == tag {
+                let s = self.slots[i];
+                let f = &self.flows[s as usize];
+                if f.vlan == vlan {
+                    if f.key == *k {
+                        return Some((s, false));
+                    }
+                    if cfg.biflow && f.key == k.reversed() {
+                        return Some((s, true));
+                    }
+                }
+            }
+            i = (i + 1) & self.mask;
+        }
+    }
+
+    fn insert(&mut self, h: u64, f: Flow) -> u32 {
+        if (self.len + 1) * 2 > self.tags.len() {
+            self.grow();
+        }
+        let s = match self.free.pop() {
+            Some(s) => {
+                self.flows[s as usize] = f;
+                self.hashes[s as usize] = h;
+                s
+            }
+            None => {
+                self.flows.push(f);
+                self.hashes.push(h);
+                (self.flows.len() - 1) as u32
+            }
+        };
+        self.place(h, s);
+        self.len += 1;
+        s
+    }
+
+    fn place(&mut self, h: u64, s: u32) {
+        let mut i = h as usize & self.mask;
+        while self.tags[i] != 0 {
+            i = (i + 1) & self.mask;
+        }
+        self.tags[i] = ((h >> 32) as u32) | 1;
+        self.slots[i] = s;
+    }
+
+    /// Double the index and re-place every live flow by its stored hash.
+    fn grow(&mut self) {
+        let n = self.tags.len() * 2;
+        let live: Vec<u32> = self
+            .tags
+            .iter()
+            .zip(&self.slots)
+            .filter(|(t, _)| **t != 0)
+            .map(|(_, s)| *s)
+            .collect();
+        self.tags = vec![0; n];
+        self.slots = vec![0; n];
+        self.mask = n - 1;
+        for s in live {
+            self.place(self.hashes[s as usize], s);
+        }
+    }
+
+    /// Remove slab entry `s` from the index (backward shift) and free it.
+    fn remove(&mut self, s: u32) {
+        let mut i = self.hashes[s as usize] as usize & self.mask;
+        while self.tags[i] == 0 || self.slots[i] != s {
+            i = (i + 1) & self.mask;
+        }
+        let mut hole = i;
+        let mut j = i;
+        loop {
+            j = (j + 1) & self.mask;
+            if self.tags[j] == 0 {
+                break;
+            }
+            let home = self.hashes[self.slots[j] as usize] as usize & self.mask;
+            // j may move back to the hole unless its home lies in (hole, j].
+            if (j.wrapping_sub(home) & self.mask) >= (j.wrapping_sub(hole) & self.mask) {
+                self.tags[hole] = self.tags[j];
+                self.slots[hole] = self.slots[j];
+                hole = j;
+            }
+        }
+        self.tags[hole] = 0;
+        self.flows[s as usize].id = u64::MAX;
+        self.free.push(s);
+        self.len -= 1;
+    }
+}
+
+impl FlowAggregator {
+    /// Export and remove every flow whose deadline is at or before `now`,
+    /// in (deadline, flow id) order.
+    fn expire(&mut self, now: u64, out: &mut Batch) {
+        if !self.cfg.timeouts() {
+            return;
+        }
+        let cfg = self.cfg;
+        match &mut self.table {
+            Table::Fast(f) => {
+                while let Some(&Reverse((t, id, s))) = f.heap.peek() {
+                    if t > now {
+                        break;
+                    }
+                    f.heap.pop();
+                    let fl = f.flows[s as usize];
+                    if fl.id != id {
+                        continue; // exported already
+                    }
+                    let (dl, reason) = cfg.deadline(&fl);
+                    if dl > t {
+                        f.heap.push(Reverse((dl, id, s)));
+                        continue;
+                    }
+                    f.remove(s);
+                    emit(&mut self.stats, out, cfg.record(&fl, reason), reason);
+                }
+            }
+            Table::Reference(r) => {
+                let mut due: Vec<(u64, u64, (FlowKey, u16), u8)> = r
+                    .flows
+                    .iter()
+                    .filter_map(|(k, fl)| {
+                        let (dl, reason) = cfg.deadline(fl);
+                        (dl <= now).then_some((dl, fl.id, *k, reason))
+                    })
+                    .collect();
+                due.sort();
+                for (_, _, k, reason) in due {
+                    if let Some(fl) = r.flows.remove(&k) {
+                        emit(&mut self.stats, out, cfg.record(&fl, reason), reason);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Merge one microflow (already counted) at time `now`.
+    fn add(&mut self, m: &Microflow, h: u64, out: &mut Batch) {
+        let cfg = self.cfg;
+        let vlan = if cfg.vlan { m.vlan } else { 0 };
+        let id = self.next_id;
+        let new = match &mut self.table {
+            Table::Fast(f) => {
+                let (s, rev, new) = match f.find(&cfg, h, &m.key, vlan) {
+                    Some((s, rev)) => (s, rev, false),
+                    None => {
+                        let fl = Flow {
+                            key: m.key,
+                            vlan,
+                            id,
+                            ..Flow::default()
+                        };
+                        (f.insert(h, fl), false, true)
+                    }
+                };
+                let fl = &mut f.flows[s as usize];
+                let before = if new { u64::MAX } else { cfg.deadline(fl).0 };
+                let ended = cfg.apply(fl, m, rev);
+                if ended {
+                    let rec = cfg.record(fl, end_reason::END_OF_FLOW);
+                    f.remove(s);
+                    emit(&mut self.stats, out, rec, end_reason::END_OF_FLOW);
+                } else if cfg.timeouts() {
+                    // Later deadlines are found lazily when the old entry
+                    // comes due; an earlier one (a biflow's reverse side or
+                    // another VLAN starting before) needs its own entry.
+                    let (dl, _) = cfg.deadline(fl);
+                    if dl < before {
+                        f.heap.push(Reverse((dl, fl.id, s)));
+                    }
+                }
+                new
+            }
+            Table::Reference(r) => {
+                let fk = (m.key, vlan);
+                let rk = (m.key.reversed(), vlan);
+                let (k, rev, new) = if r.flows.contains_key(&fk) {
+                    (fk, false, false)
+                } else if cfg.biflow && r.flows.contains_key(&rk) {
+                    (rk, true, false)
+                } else {
+                    let fl = Flow {
+                        key: m.key,
+                        vlan,
+                        id,
+                        ..Flow::default()
+                    };
+                    r.flows.insert(fk, fl);
+                    (fk, false, true)
+                };
+                let ended = match r.flows.get_mut(&k) {
+                    Some(fl) => cfg.apply(fl, m, rev),
+                    None => false,
+                };
+                if ended {
+                    if let Some(fl) = r.flows.remove(&k) {
+                        let rec = cfg.record(&fl, end_reason::END_OF_FLOW);
+                        emit(&mut self.stats, out, rec, end_reason::END_OF_FLOW);
+                    }
+                }
+                new
+            }
+        };
+        if new {
+            self.next_id += 1;
+            self.stats.flows += 1;
+        }
+    }
+
+    fn now_for(&mut self, m: &Microflow, ctx: &Ctx<'_>) -> u64 {
+        if self.time == TimeMode::Auto {
+            let wall = ctx.now_ns();
+            self.time = if wall.abs_diff(m.dir.last_ns) < 60_000_000_000 {
+                TimeMode::Wall
+            } else {
+                TimeMode::Packet
+            };
+        }
+        match self.time {
+            TimeMode::Wall => ctx.recent_ns(),
+            _ => {
+                self.stats.now = self.stats.now.max(m.dir.first_ns);
+                self.stats.now
+            }
+        }
+    }
+
+    /// Export up to `max` flows (forced end) in creation order; true when
+    /// the table is empty.
+    fn flush_some(&mut self, max: usize, out: &mut Batch) -> bool {
+        let cfg = self.cfg;
+        let reason = end_reason::FORCED_END;
+        match &mut self.table {
+            Table::Fast(f) => {
+                if !self.flushing {
+                    f.flush_order = (0..f.flows.len() as u32)
+                        .filter(|&s| f.flows[s as usize].id != u64::MAX)
+                        .collect();
+                    f.flush_order
+                        .sort_by_key(|&s| Reverse(f.flows[s as usize].id));
+                    self.flushing = true;
+                }
+                for _ in 0..max {
+                    let Some(s) = f.flush_order.pop() else { break };
+                    let fl = f.flows[s as usize];
+                    f.remove(s);
+                    emit(&mut self.stats, out, cfg.record(&fl, reason), reason);
+                }
+                if f.flush_order.is_empty() {
+                    f.heap.clear();
+                    self.flushing = false;
+                }
+            }
+            Table::Reference(r) => {
+                if !self.flushing {
+                    let mut v: Vec<(u64, (FlowKey, u16))> =
+                        r.flows.iter().map(|(k, f)| (f.id, *k)).collect();
+                    v.sort_by_key(|x| Reverse(x.0));
+                    r.flush_order = v.into_iter().map(|x| x.1).collect();
+                    self.flushing = true;
+                }
+                for _ in 0..max {
+                    let Some(k) = r.flush_order.pop() else { break };
+                    if let Some(fl) = r.flows.remove(&k) {
+                        emit(&mut self.stats, out, cfg.record(&fl, reason), reason);
+                    }
+                }
+                if r.flush_order.is_empty() {
+                    self.flushing = false;
+                }
+            }
+        }
+        !self.flushing
+    }
+
+    fn live(&self) -> usize {
+        match &self.table {
+            Table::Fast(f) => f.len,
+            Table::Reference(r) => r.flows.len(),
+        }
+    }
+}
+
+fn emit(stats: &mut Stats, out: &mut Batch, r: FlowRecord, reason: u8) {
+    stats.records += 1;
+    stats.by_reason[reason as usize] += 1;
+    let mut p = linerate_runtime::Packet::from_slice(r.as_bytes());
+    p.set_timestamp_ns(r.fwd.last_ns.max(r.rev.last_ns));
+    out.push(p);
+}
+
+impl Element for FlowAggregator {
+    fn push(&mut self, _port: usize, batch: Batch, ctx: &mut Ctx<'_>) {
+        let mut out = Batch::new();
+        let cfg = self.cfg;
+        // Pass 1: decode and hash, prefetching each home tag.
+        let mut scratch = match &mut self.table {
+            Table::Fast(f) => std::mem::take(&mut f.scratch),
+            Table::Reference(_) => Vec::new(),
+        };
+        for p in batch.iter() {
+            match Microflow::from_bytes(p.data()) {
+                Some(m) => {
+                    let vlan = if cfg.vlan { m.vlan } else { 0 };
+                    let h = cfg.hash(&m.key, vlan);
+                    if let Table::Fast(f) = &self.table {
+                        prefetch(f.tags.as_ptr().wrapping_add(h as usize & f.mask));
+                    }
+                    scratch.push((m, h));
+                }
+                None => self.stats.bad += 1,
+            }
+        }
+        drop(batch);
+        // Pass 2: merge in order.
+        for (m, h) in scratch.iter() {
+            self.stats.microflows += 1;
+            self.stats.ignored += m.ignored;
+            if m.dir.packets == 0 {
+                continue;
+            }
+            self.stats.packets += m.dir.packets;
+            let now = self.now_for(m, ctx);
+            self.expire(now, &mut out);
+            self.add(m, *h, &mut out);
+        }
+        scratch.clear();
+        if let Table::Fast(f) = &mut self.table {
+            f.scratch = scratch;
+        }
+        if self.time == TimeMode::Wall {
+            self.expire(ctx.recent_ns(), &mut out);
+        }
+        if self.flush_requested && self.flush_some(usize::MAX, &mut out) {
+            self.flush_requested = false;
+        }
+        if !self.timer_armed {
+            self.timer_armed = true;
+            ctx.schedule_after(TICK_NS);
+        }
+        push_chunks(ctx, 0, out);
+    }
+
+    fn run_timer(&mut self, ctx: &mut Ctx<'_>) {
+        let mut out = Batch::new();
+        if self.time == TimeMode::Wall {
+            self.expire(ctx.now_ns(), &mut out);
+        }
+        if self.flush_requested && self.flush_some(usize::MAX, &mut out) {
+            self.flush_requested = false;
+        }
+        push_chunks(ctx, 0, out);
+        ctx.schedule_after(TICK_NS);
+    }
+
+    fn flush(&mut self, ctx: &mut Ctx<'_>) -> bool {
+        let mut out = Batch::new();
+        let done = self.flush_some(FLUSH_CHUNK, &mut out);
+        ctx.push(0, out);
+        !done
+    }
+
+    fn handlers(&self) -> &[HandlerSpec] {
+        const H: &[HandlerSpec] = &[
+            HandlerSpec::counter("microflows"),
+            HandlerSpec::counter("packets"),
+            HandlerSpec::counter("flows"),
+            HandlerSpec::gauge("active"),
+            HandlerSpec::counter("records"),
+            HandlerSpec::counter("idle_timeouts"),
+            HandlerSpec::counter("active_timeouts"),
+            HandlerSpec::counter("end_of_flow"),
+            HandlerSpec::counter("forced_end"),
+            HandlerSpec::counter("ignored"),
+            HandlerSpec::counter("bad"),
+            HandlerSpec::write("flush"),
+        ];
+        H
+    }
+
+    fn read_handler(&self, name: &str) -> Option<String> {
+        let s = &self.stats;
+        Some(match name {
+            "microflows" => s.microflows.to_string(),
+            "packets" => s.packets.to_string(),
+            "flows" => s.flows.to_string(),
+            "active" => self.live().to_string(),
+            "records" => s.records.to_string(),
+            "idle_timeouts" => s.by_reason[end_reason::IDLE_TIMEOUT as usize].to_string(),
+            "active_timeouts" => s.by_reason[end_reason::ACTIVE_TIMEOUT as usize].to_string(),
+            "end_of_flow" => s.by_reason[end_reason::END_OF_FLOW as usize].to_string(),
+            "forced_end" => s.by_reason[end_reason::FORCED_END as usize].to_string(),
+            "ignored" => s.ignored.to_string(),
+            "bad" => s.bad.to_string(),
+            _ => return None,
+        })
+    }
+
+    fn write_handler(&mut self, name: &str, _value: &str) -> Option<Result<(), String>> {
+        match name {
+            "flush" => {
+                self.flush_requested = true;
+                Some(Ok(()))
+            }
+            _ => None,
+        }
+    }
+
+    fn drops(&self) -> Vec<(&'static str, u64)> {
+        if self.stats.bad == 0 {
+            Vec::new()
+        } else {
+            vec![("not a microflow record", self.stats.bad)]
+        }
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+#[inline(always)]
+fn prefetch<T>(p: *const T) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: prefetching never faults, whatever the address.
+    unsafe {
+        std::arch::x86_64::_mm_prefetch(p as *const i8, std::arch::x86_64::_MM_HINT_T0);
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
+}

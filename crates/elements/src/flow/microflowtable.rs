@@ -1,0 +1,879 @@
+//! The microflow fast path (TurboFlow): a flat table of per-flow summaries of
+//! packet bursts, evicted as microflow records.
+//!
+//! # Synopsis
+//! `MicroflowTable([KEYWORDS])`
+//!
+//! # Ports
+//! One push input. Output 0 (push): microflow records, one per packet (the
+//! packet's data is one [`Microflow`] in its in-memory layout, its
+//! timestamp the microflow's last packet). Output 1 (push, optional):
+//! packets that carry no flow key (no network header annotation, a
+//! non-first fragment, a transport header missing or too short for the
+//! key); without it they are dropped and counted. Keyed packets are
+//! consumed: the table meters them.
+//!
+//! # Arguments
+//! - `TABLE` (bytes, default `1MB`): table memory; `K`, `KB`, `KiB`, `M`,
+//!   `MB`, `MiB` suffixes are powers of 1024. A slot takes
+//!   [`SLOT_BYTES`] bytes (108: tag, key with VLAN, a 64-byte counter
+//!   block), so 1MB is 9,709 slots.
+//! - `SLOTS` (integer): the number of slots instead of `TABLE`.
+//! - `WAYS` (1 or 2, default 1): direct-mapped, or 2-way buckets whose
+//!   victim on a miss is the empty way, else the least recently used one.
+//! - `IDLE` (seconds, default 0 = off): a microflow idle longer than this
+//!   is evicted (reason idle timeout) when its slot is next touched or swept.
+//! - `ACTIVE` (seconds, default 0 = off): a microflow older than this is
+//!   evicted likewise (reason active timeout).
+//! - `TCPEND` (boolean, default true): evict a TCP microflow on a packet with
+//!   FIN or RST (reason end of flow).
+//! - `IMPL` (`fast` or `reference`, default `fast`): the implementation.
+//!
+//! Time is packet time (each packet's timestamp annotation): a file's
+//! trace time, or a live source's arrival time. A collision evicts the
+//! resident microflow with reason lack of resources.
+//!
+//! The flow key is [`FlowKey::from_packet`] (annotations a parser such as
+//! `L4Parser`, `CheckIPHeader` or `MarkIPHeader` left) plus the VLAN id of
+//! the `VLAN_TCI` annotation. ICMP and ICMPv6 are keyed by (source,
+//! destination, type, code, echo identifier). Byte counts are IP lengths
+//! (IPv4 total length, IPv6 40 + payload length).
+//!
+//! # Handlers
+//! - `packets` (read): packets metered.
+//! - `ignored` (read): packets without a flow key (ignoredPacketTotalCount).
+//! - `microflows` (read): microflow records emitted.
+//! - `collisions`, `idle_evictions`, `active_evictions`, `end_evictions`,
+//!   `flushed` (read): records emitted by reason.
+//! - `occupied` (read): slots in use; `slots` (read): table slots.
+//! - `packets_per_microflow` (read): packets / microflows, two decimals.
+//! - `flush` (write): evict every microflow (reason forced end) at the next
+//!   packet batch or timer tick (100 ms).
+//!
+//! # Example
+//! ```click
+//! FromDump(trace.pcap, STOP true) -> CheckIPHeader(14)
+//!   -> MicroflowTable(TABLE 1MB, WAYS 2) -> FlowAggregator -> FlowCSV(flows.csv);
+//! ```
+//!
+//! # Implementation
+//! Three arrays (struct of arrays by access pattern): 32-bit tags (hash
+//! bits, 0 = empty), keys (40 bytes) and 64-byte aligned counter blocks (a
+//! [`Direction`]); a hit touches one tag, one key and one counter line, a
+//! sweep reads only tags and counters. A full per-field split was not
+//! used: it would touch one cache line per field per packet. Each batch is
+//! processed in three passes: parse every packet's key and features into a
+//! reused scratch array and hash it; prefetch every target slot's three
+//! lines; then update in order. The update itself is branch-light: the
+//! minimum/maximum, flag and first/second-size updates are selects; the
+//! only branches are hit/miss and the (rare) evictions. The slot index is
+//! `(hash * slots) >> 32` (any table size). Timeouts are checked on access
+//! and by a sweep of 64 slots per batch (and 1/16 of the table per timer
+//! tick) so idle microflows leave without new packets on their slot.
+//! Ignored packets are counted in-band: each microflow record carries the
+//! ignored count since the previous record (`ignored`), and a count-only
+//! record (`packets` 0) is sent at the end if needed, so a downstream
+//! aggregator on another thread sees the total. At the end of the run
+//! (`Element::flush`) every microflow is emitted, 256 per call. No
+//! allocation per packet: records are pool packets.
+//!
+//! `IMPL reference` keeps one `Option<Slot>` per slot, parses and updates
+//! one packet at a time with plain `if`s; outputs, handler values and
+//! record order are identical.
+//!
+//! Not in Click (TurboFlow, Open-NFP 2017; Sonchack et al.).
+
+use super::record::{end_reason, Direction};
+use linerate_runtime::anno::offsets;
+use linerate_runtime::flow::FlowKey;
+use linerate_runtime::{Batch, ConfigureCtx, Ctx, Element, ElementClass, HandlerSpec, Packet};
+use std::any::Any;
+
+/// The `MicroflowTable` element class.
+pub const CLASS: ElementClass = ElementClass {
+    name: "MicroflowTable",
+    port_count: "1/1-2",
+    processing: "h/h",
+    doc: element_doc!("flow/microflowtable"),
+    make,
+};
+
+/// Bytes of table memory per slot: tag (4), key with VLAN (40), counters (64).
+pub const SLOT_BYTES: usize = 4 + 40 + 64;
+
+/// Slots swept for timeouts per batch.
+const SWEEP: usize = 64;
+
+/// Records emitted per `flush` call at the end of a run.
+const FLUSH_CHUNK: usize = 256;
+
+/// Timer period for the `flush` handler and the timeout sweep.
+const TICK_NS: u64 = 100_000_000;
+
+/// One microflow: the summary of a flow's packets while it held a slot.
+/// `MicroflowTable` emits each as a packet whose data is this struct in its
+/// in-memory layout (`#[repr(C)]`, host byte order, no implicit padding);
+/// `FlowAggregator` reads it back with [`Microflow::from_bytes`].
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Microflow {
+    /// [`Microflow::MAGIC`].
+    pub magic: u32,
+    /// VLAN id (the `VLAN_TCI` annotation's low 12 bits; 0 untagged).
+    pub vlan: u16,
+    /// Why it left the table ([`end_reason`]: collision = lack of
+    /// resources, idle/active timeout, end of flow (FIN/RST), forced end).
+    pub reason: u8,
+    /// Padding (zero).
+    pub _pad0: u8,
+    /// The 5-tuple.
+    pub key: FlowKey,
+    /// Padding (zero).
+    pub _pad: [u8; 2],
+    /// Counters and features of the microflow's packets.
+    pub dir: Direction,
+    /// Packets the table ignored (no key) since its previous record. A
+    /// record with `dir.packets == 0` only carries this count.
+    pub ignored: u64,
+}
+
+impl Microflow {
+    /// Marks packet data as a microflow record.
+    pub const MAGIC: u32 = 0x4d46_4c57;
+    /// Size of a record in bytes.
+    pub const SIZE: usize = std::mem::size_of::<Microflow>();
+
+    /// A record with every field zero except the magic.
+    pub fn new() -> Microflow {
+        Microflow {
+            magic: Self::MAGIC,
+            ..Microflow::default()
+        }
+    }
+
+    /// The record's bytes (to become a packet's data).
+    pub fn as_bytes(&self) -> &[u8] {
+        // SAFETY: repr(C) with explicit padding fields only (FlowKey is
+        // 38 bytes of integers, Direction 64), so every byte is initialized.
+        unsafe { std::slice::from_raw_parts(self as *const Self as *const u8, Self::SIZE) }
+    }
+
+    /// Read a record from packet data; `None` if the length or magic is wrong.
+    pub fn from_bytes(b: &[u8]) -> Option<Microflow> {
+        if b.len() != Self::SIZE {
+            return None;
+        }
+        // SAFETY: length checked; any bit pattern is a valid Microflow.
+        let m: Microflow = unsafe { std::ptr::read_unaligned(b.as_ptr() as *const Microflow) };
+        (m.magic == Self::MAGIC).then_some(m)
+    }
+
+    /// The record as a packet (timestamp: the last packet's).
+    pub fn to_packet(&self) -> Packet {
+        let mut p = Packet::from_slice(self.as_bytes());
+        p.set_timestamp_ns(self.dir.last_ns);
+        p
+    }
+}
+
+/// What the table needs of one packet.
+#[derive(Clone, Copy, Default)]
+pub(crate) struct Pkt {
+    pub key: FlowKey,
+    pub vlan: u16,
+    pub ts: u64,
+    pub len: u16,
+    pub tos: u8,
+    pub ttl: u8,
+    pub flags: u8,
+}
+
+/// Read the flow key and per-packet features; `None` for packets the table
+/// ignores (no key, non-first fragment, transport header missing or too
+/// short for the key).
+#[inline]
+pub(crate) fn parse(p: &Packet) -> Option<Pkt> {
+    let key = FlowKey::from_packet(p)?;
+    let ip = p.network_header()?;
+    let (len, tos, ttl) = if key.version == 4 {
+        if u16::from_be_bytes([ip[6], ip[7]]) & 0x1fff != 0 {
+            return None; // non-first fragment
+        }
+        (u16::from_be_bytes([ip[2], ip[3]]), ip[1], ip[8])
+    } else {
+        let plen = u16::from_be_bytes([ip[4], ip[5]]);
+        (plen.saturating_add(40), (ip[0] << 4) | (ip[1] >> 4), ip[7])
+    };
+    let l4 = p.transport_header().unwrap_or(&[]);
+    let need = match key.proto {
+        6 | 17 | 132 | 136 => 4,
+        1 | 58 => 8,
+        _ => 0,
+    };
+    if l4.len() < need {
+        return None;
+    }
+    let flags = if key.proto == 6 && l4.len() >= 14 {
+        l4[13]
+    } else {
+        0
+    };
+    Some(Pkt {
+        key,
+        vlan: p.anno().u16(offsets::VLAN_TCI) & 0x0fff,
+        ts: p.timestamp_ns(),
+        len,
+        tos,
+        ttl,
+        flags,
+    })
+}
+
+/// The microflow of one packet.
+#[inline]
+pub(crate) fn start(k: &Pkt) -> Direction {
+    Direction {
+        packets: 1,
+        bytes: k.len as u64,
+        first_ns: k.ts,
+        last_ns: k.ts,
+        min_iat_ns: 0,
+        max_iat_ns: 0,
+        min_len: k.len,
+        max_len: k.len,
+        first_len: k.len,
+        second_len: 0,
+        tcp_flags: k.flags,
+        tos: k.tos,
+        min_ttl: k.ttl,
+        max_ttl: k.ttl,
+        _pad: [0; 4],
+    }
+}
+
+/// Add a packet to a microflow (branch-light: selects only).
+#[inline(always)]
+fn update(d: &mut Direction, k: &Pkt) {
+    let gap = k.ts.saturating_sub(d.last_ns);
+    let one = d.packets == 1;
+    d.min_iat_ns = if one { gap } else { d.min_iat_ns.min(gap) };
+    d.max_iat_ns = d.max_iat_ns.max(gap);
+    d.second_len = if one { k.len } else { d.second_len };
+    d.packets += 1;
+    d.bytes += k.len as u64;
+    d.last_ns = d.last_ns.max(k.ts);
+    d.min_len = d.min_len.min(k.len);
+    d.max_len = d.max_len.max(k.len);
+    d.tcp_flags |= k.flags;
+    d.min_ttl = d.min_ttl.min(k.ttl);
+    d.max_ttl = d.max_ttl.max(k.ttl);
+}
+
+/// The straightforward update (`IMPL reference`).
+fn update_ref(d: &mut Direction, k: &Pkt) {
+    let gap = k.ts.saturating_sub(d.last_ns);
+    if d.packets == 1 {
+        d.min_iat_ns = gap;
+        d.second_len = k.len;
+    } else if gap < d.min_iat_ns {
+        d.min_iat_ns = gap;
+    }
+    if gap > d.max_iat_ns {
+        d.max_iat_ns = gap;
+    }
+    d.packets += 1;
+    d.bytes += k.len as u64;
+    if k.ts > d.last_ns {
+        d.last_ns = k.ts;
+    }
+    if k.len < d.min_len {
+        d.min_len = k.len;
+    }
+    if k.len > d.max_len {
+        d.max_len = k.len;
+    }
+    d.tcp_flags |= k.flags;
+    if k.ttl < d.min_ttl {
+        d.min_ttl = k.ttl;
+    }
+    if k.ttl > d.max_ttl {
+        d.max_ttl = k.ttl;
+    }
+}
+
+#[inline(always)]
+fn fold(a: u64, b: u64) -> u64 {
+    let m = (a as u128).wrapping_mul(b as u128);
+    (m as u64) ^ ((m >> 64) as u64)
+}
+
+/// A 64-bit hash of a key and VLAN.
+#[inline]
+pub(crate) fn hash_key(k: &FlowKey, vlan: u16) -> u64 {
+    let w = |b: &[u8]| u64::from_le_bytes(b.try_into().unwrap_or([0; 8]));
+    let a = w(&k.src[8..16]) ^ w(&k.src[0..8]).rotate_left(23);
+    let b = w(&k.dst[8..16]) ^ w(&k.dst[0..8]).rotate_left(41);
+    let c = k.sport as u64
+        | (k.dport as u64) << 16
+        | (k.proto as u64) << 32
+        | (k.version as u64) << 40
+        | (vlan as u64) << 48;
+    fold(
+        fold(a ^ 0x243f_6a88_85a3_08d3, b ^ 0x1319_8a2e_0370_7344),
+        c ^ 0xa409_3822_299f_31d0,
+    )
+}
+
+/// The key of a slot.
+#[derive(Clone, Copy, Default, PartialEq, Eq)]
+struct SlotKey {
+    key: FlowKey,
+    vlan: u16,
+}
+
+/// A counter block on its own cache line.
+#[repr(C, align(64))]
+#[derive(Clone, Copy, Default)]
+struct Cell(Direction);
+
+/// Timeouts and eviction rules.
+#[derive(Clone, Copy)]
+struct Rules {
+    idle: u64,
+    active: u64,
+    tcpend: bool,
+}
+
+impl Rules {
+    /// The timeout reason if `d` has expired at `now`.
+    #[inline]
+    fn expired(&self, d: &Direction, now: u64) -> Option<u8> {
+        if now.saturating_sub(d.last_ns) > self.idle {
+            Some(end_reason::IDLE_TIMEOUT)
+        } else if now.saturating_sub(d.first_ns) >= self.active {
+            Some(end_reason::ACTIVE_TIMEOUT)
+        } else {
+            None
+        }
+    }
+}
+
+/// Counters shared by both implementations.
+#[derive(Clone, Copy, Default)]
+struct Stats {
+    packets: u64,
+    ignored: u64,
+    /// Ignored packets not yet reported in a record.
+    ignored_pending: u64,
+    microflows: u64,
+    by_reason: [u64; 6],
+    now: u64,
+}
+
+/// The fast implementation's table.
+struct Fast {
+    tags: Vec<u32>,
+    keys: Vec<SlotKey>,
+    cells: Vec<Cell>,
+    /// Per-batch scratch: parsed packets and their hashes (reused).
+    scratch: Vec<(Pkt, u64)>,
+}
+
+/// The reference implementation's table.
+struct Reference {
+    slots: Vec<Option<(SlotKey, Direction)>>,
+}
+
+enum Table {
+    Fast(Fast),
+    Reference(Reference),
+}
+
+struct MicroflowTable {
+    table: Table,
+    nslots: usize,
+    ways: usize,
+    rules: Rules,
+    stats: Stats,
+    hand: usize,
+    flush_requested: bool,
+    flush_pos: usize,
+    timer_armed: bool,
+    out1: bool,
+}
+
+fn parse_bytes(s: &str) -> Result<usize, String> {
+    let t = s.trim();
+    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (n, unit) = t.split_at(split);
+    let n: usize = n.parse().map_err(|_| format!("TABLE: bad size '{s}'"))?;
+    let mult = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "k" | "kb" | "kib" => 1 << 10,
+        "m" | "mb" | "mib" => 1 << 20,
+        "g" | "gb" | "gib" => 1 << 30,
+        _ => return Err(format!("TABLE: bad size unit in '{s}'")),
+    };
+    Ok(n.saturating_mul(mult))
+}
+
+fn make(ctx: &ConfigureCtx<'_>) -> Result<Box<dyn Element>, Vec<String>> {
+    use linerate_args::{Args, Seconds, Word};
+    let mut a = Args::new(&ctx.args);
+    let table: Option<String> = a.read("TABLE");
+    let slots: Option<usize> = a.read("SLOTS");
+    let ways: usize = a.read_or("WAYS", 1usize);
+    let idle: Seconds = a.read_or("IDLE", Seconds::default());
+    let active: Seconds = a.read_or("ACTIVE", Seconds::default());
+    let tcpend = a.read_or("TCPEND", true);
+    let imp = a.read_or("IMPL", Word("fast".into())).0;
+    a.complete().map_err(|e| e.0)?;
+    let mut errs = Vec::new();
+    let nslots = match (slots, table) {
+        (Some(_), Some(_)) => {
+            errs.push("TABLE and SLOTS are mutually exclusive".to_string());
+            0
+        }
+        (Some(n), None) => n,
+        (None, t) => match parse_bytes(t.as_deref().unwrap_or("1MB")) {
+            Ok(b) => b / SLOT_BYTES,
+            Err(e) => {
+                errs.push(e);
+                0
+            }
+        },
+    };
+    if !(1..=2).contains(&ways) {
+        errs.push("WAYS must be 1 or 2".into());
+    }
+    let nslots = nslots - nslots % ways.max(1);
+    if errs.is_empty() && !(ways..=1 << 31).contains(&nslots) {
+        errs.push(format!("table too small or too large ({nslots} slots)"));
+    }
+    let table = match imp.as_str() {
+        "fast" => Table::Fast(Fast {
+            tags: vec![0; nslots],
+            keys: vec![SlotKey::default(); nslots],
+            cells: vec![Cell::default(); nslots],
+            scratch: Vec::with_capacity(linerate_runtime::MAX_BATCH),
+        }),
+        "reference" => Table::Reference(Reference {
+            slots: vec![None; nslots],
+        }),
+        _ => {
+            errs.push("IMPL must be 'fast' or 'reference'".into());
+            return Err(errs);
+        }
+    };
+    if !errs.is_empty() {
+        return Err(errs);
+    }
+    let off = |s: Seconds| if s.nanos == 0 { u64::MAX } else { s.nanos };
+    Ok(Box::new(MicroflowTable {
+        table,
+        nslots,
+        ways,
+        rules: Rules {
+            idle: off(idle),
+            active: off(active),
+            tcpend,
+        },
+        stats: Stats::default(),
+        hand: 0,
+        flush_requested: false,
+        flush_pos: 0,
+        timer_armed: false,
+        out1: ctx.noutputs() > 1,
+    }))
+}
+
+/// Index of a hash's bucket's first slot.
+#[inline(always)]
+fn bucket(h: u64, nslots: usize, ways: usize) -> usize {
+    (((h as u32) as u64 * (nslots / ways) as u64) >> 32) as usize * ways
+}
+
+#[inline(always)]
+fn tag_of(h: u64) -> u32 {
+    ((h >> 32) as u32) | 1
+}
+
+#[inline(always)]
+fn prefetch<T>(p: *const T) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: prefetching never faults, whatever the address.
+    unsafe {
+        std::arch::x86_64::_mm_prefetch(p as *const i8, std::arch::x86_64::_MM_HINT_T0);
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
+}
+
+impl MicroflowTable {
+    fn emit(&mut self, out: &mut Batch, key: SlotKey, d: &Direction, reason: u8) {
+        let m = Microflow {
+            vlan: key.vlan,
+            reason,
+            key: key.key,
+            dir: *d,
+            ignored: std::mem::take(&mut self.stats.ignored_pending),
+            ..Microflow::new()
+        };
+        self.stats.microflows += 1;
+        self.stats.by_reason[reason as usize] += 1;
+        out.push(m.to_packet());
+    }
+
+    /// Pick the slot for `k` in its bucket: (slot, hit).
+    #[inline(always)]
+    fn fast_slot(f: &Fast, b: usize, ways: usize, tag: u32, sk: &SlotKey) -> (usize, bool) {
+        if ways == 1 {
+            return (b, f.tags[b] == tag && f.keys[b] == *sk);
+        }
+        for w in 0..2 {
+            if f.tags[b + w] == tag && f.keys[b + w] == *sk {
+                return (b + w, true);
+            }
+        }
+        let v = if f.tags[b] != 0
+            && (f.tags[b + 1] == 0 || f.cells[b + 1].0.last_ns < f.cells[b].0.last_ns)
+        {
+            b + 1
+        } else {
+            b
+        };
+        (v, false)
+    }
+
+    fn ref_slot(r: &Reference, b: usize, ways: usize, sk: &SlotKey) -> (usize, bool) {
+        for w in 0..ways {
+            if let Some((k, _)) = &r.slots[b + w] {
+                if k == sk {
+                    return (b + w, true);
+                }
+            }
+        }
+        if ways == 1 {
+            return (b, false);
+        }
+        match (&r.slots[b], &r.slots[b + 1]) {
+            (None, _) => (b, false),
+            (_, None) => (b + 1, false),
+            (Some((_, d0)), Some((_, d1))) => {
+                if d1.last_ns < d0.last_ns {
+                    (b + 1, false)
+                } else {
+                    (b, false)
+                }
+            }
+        }
+    }
+
+    fn process(&mut self, batch: Batch, out: &mut Batch, nokey: &mut Batch) {
+        let (nslots, ways, rules) = (self.nslots, self.ways, self.rules);
+        let mut table = std::mem::replace(
+            &mut self.table,
+            Table::Reference(Reference { slots: vec![] }),
+        );
+        match &mut table {
+            Table::Fast(f) => {
+                f.scratch.clear();
+                let mut keyed = 0u64;
+                for p in batch.iter() {
+                    if let Some(k) = parse(p) {
+                        let h = hash_key(&k.key, k.vlan);
+                        let b = bucket(h, nslots, ways);
+                        prefetch(f.tags.as_ptr().wrapping_add(b));
+                        prefetch(f.keys.as_ptr().wrapping_add(b));
+                        prefetch(f.cells.as_ptr().wrapping_add(b));
+                        f.scratch.push((k, h));
+                        keyed += 1;
+                    }
+                }
+                self.sort_ignored(batch, keyed, nokey);
+                let scratch = std::mem::take(&mut f.scratch);
+                for (k, h) in &scratch {
+                    self.stats.now = self.stats.now.max(k.ts);
+                    let sk = SlotKey {
+                        key: k.key,
+                        vlan: k.vlan,
+                    };
+                    let tag = tag_of(*h);
+                    let (i, hit) = Self::fast_slot(f, bucket(*h, nslots, ways), ways, tag, &sk);
+                    if hit {
+                        if let Some(r) = rules.expired(&f.cells[i].0, k.ts) {
+                            let d = f.cells[i].0;
+                            self.emit(out, sk, &d, r);
+                            f.cells[i].0 = start(k);
+                        } else {
+                            update(&mut f.cells[i].0, k);
+                        }
+                    } else {
+                        if f.tags[i] != 0 {
+                            let (ok, d) = (f.keys[i], f.cells[i].0);
+                            self.emit(out, ok, &d, end_reason::LACK_OF_RESOURCES);
+                        }
+                        f.tags[i] = tag;
+                        f.keys[i] = sk;
+                        f.cells[i].0 = start(k);
+                    }
+                    if rules.tcpend && k.flags & 0x05 != 0 && k.key.proto == 6 {
+                        let d = f.cells[i].0;
+                        self.emit(out, sk, &d, end_reason::END_OF_FLOW);
+                        f.tags[i] = 0;
+                    }
+                }
+                f.scratch = scratch;
+            }
+            Table::Reference(r) => {
+                let mut keyed = 0u64;
+                let mut parsed = Vec::new();
+                for p in batch.iter() {
+                    if let Some(k) = parse(p) {
+                        parsed.push(k);
+                        keyed += 1;
+                    }
+                }
+                self.sort_ignored(batch, keyed, nokey);
+                for k in parsed {
+                    if k.ts > self.stats.now {
+                        self.stats.now = k.ts;
+                    }
+                    let sk = SlotKey {
+                        key: k.key,
+                        vlan: k.vlan,
+                    };
+                    let h = hash_key(&k.key, k.vlan);
+                    let (i, hit) = Self::ref_slot(r, bucket(h, nslots, ways), ways, &sk);
+                    match r.slots[i].take() {
+                        Some((ok, mut d)) if hit => match rules.expired(&d, k.ts) {
+                            Some(reason) => {
+                                self.emit(out, ok, &d, reason);
+                                r.slots[i] = Some((sk, start(&k)));
+                            }
+                            None => {
+                                update_ref(&mut d, &k);
+                                r.slots[i] = Some((ok, d));
+                            }
+                        },
+                        Some((ok, d)) => {
+                            self.emit(out, ok, &d, end_reason::LACK_OF_RESOURCES);
+                            r.slots[i] = Some((sk, start(&k)));
+                        }
+                        None => r.slots[i] = Some((sk, start(&k))),
+                    }
+                    if rules.tcpend && k.key.proto == 6 && k.flags & 0x05 != 0 {
+                        if let Some((ok, d)) = r.slots[i].take() {
+                            self.emit(out, ok, &d, end_reason::END_OF_FLOW);
+                        }
+                    }
+                }
+            }
+        }
+        self.table = table;
+    }
+
+    /// Count the batch's ignored packets (those `parse` rejects) and move
+    /// them to `nokey`; keyed packets are dropped (metered).
+    fn sort_ignored(&mut self, mut batch: Batch, keyed: u64, nokey: &mut Batch) {
+        let ignored = batch.len() as u64 - keyed;
+        self.stats.packets += keyed;
+        self.stats.ignored += ignored;
+        self.stats.ignored_pending += ignored;
+        if ignored > 0 && self.out1 {
+            nokey.append(batch.split_off_if(|p| parse(p).is_none()));
+        }
+    }
+
+    /// Evict timed-out microflows among the next `n` slots.
+    fn sweep(&mut self, n: usize, out: &mut Batch) {
+        if self.rules.idle == u64::MAX && self.rules.active == u64::MAX {
+            return;
+        }
+        let now = self.stats.now;
+        for _ in 0..n.min(self.nslots) {
+            let i = self.hand;
+            self.hand = if i + 1 == self.nslots { 0 } else { i + 1 };
+            let found = match &mut self.table {
+                Table::Fast(f) => (f.tags[i] != 0)
+                    .then(|| {
+                        self.rules.expired(&f.cells[i].0, now).map(|r| {
+                            f.tags[i] = 0;
+                            (f.keys[i], f.cells[i].0, r)
+                        })
+                    })
+                    .flatten(),
+                Table::Reference(t) => match &t.slots[i] {
+                    Some((k, d)) => match self.rules.expired(d, now) {
+                        Some(r) => {
+                            let (k, d) = (*k, *d);
+                            t.slots[i] = None;
+                            Some((k, d, r))
+                        }
+                        None => None,
+                    },
+                    None => None,
+                },
+            };
+            if let Some((k, d, r)) = found {
+                self.emit(out, k, &d, r);
+            }
+        }
+    }
+
+    /// Evict up to `max` microflows from `flush_pos` on (forced end); true
+    /// when the table is empty.
+    fn flush_some(&mut self, max: usize, out: &mut Batch) -> bool {
+        let mut n = 0;
+        while self.flush_pos < self.nslots && n < max {
+            let i = self.flush_pos;
+            self.flush_pos += 1;
+            let found = match &mut self.table {
+                Table::Fast(f) => (f.tags[i] != 0).then(|| {
+                    f.tags[i] = 0;
+                    (f.keys[i], f.cells[i].0)
+                }),
+                Table::Reference(t) => t.slots[i].take(),
+            };
+            if let Some((k, d)) = found {
+                self.emit(out, k, &d, end_reason::FORCED_END);
+                n += 1;
+            }
+        }
+        if self.flush_pos < self.nslots {
+            return false;
+        }
+        if self.stats.ignored_pending > 0 {
+            let m = Microflow {
+                ignored: std::mem::take(&mut self.stats.ignored_pending),
+                reason: end_reason::FORCED_END,
+                ..Microflow::new()
+            };
+            out.push(m.to_packet());
+        }
+        self.flush_pos = 0;
+        true
+    }
+
+    fn occupied(&self) -> usize {
+        match &self.table {
+            Table::Fast(f) => f.tags.iter().filter(|&&t| t != 0).count(),
+            Table::Reference(r) => r.slots.iter().filter(|s| s.is_some()).count(),
+        }
+    }
+}
+
+impl Element for MicroflowTable {
+    fn push(&mut self, _port: usize, batch: Batch, ctx: &mut Ctx<'_>) {
+        let mut out = Batch::new();
+        let mut nokey = Batch::new();
+        self.process(batch, &mut out, &mut nokey);
+        self.sweep(SWEEP, &mut out);
+        if self.flush_requested && self.flush_some(usize::MAX, &mut out) {
+            self.flush_requested = false;
+        }
+        if !self.timer_armed {
+            self.timer_armed = true;
+            ctx.schedule_after(TICK_NS);
+        }
+        ctx.push(0, out);
+        ctx.push(1, nokey);
+    }
+
+    fn run_timer(&mut self, ctx: &mut Ctx<'_>) {
+        let mut out = Batch::new();
+        self.sweep(self.nslots / 16 + 1, &mut out);
+        if self.flush_requested && self.flush_some(usize::MAX, &mut out) {
+            self.flush_requested = false;
+        }
+        ctx.push(0, out);
+        ctx.schedule_after(TICK_NS);
+    }
+
+    fn flush(&mut self, ctx: &mut Ctx<'_>) -> bool {
+        let mut out = Batch::new();
+        let done = self.flush_some(FLUSH_CHUNK, &mut out);
+        ctx.push(0, out);
+        !done
+    }
+
+    fn handlers(&self) -> &[HandlerSpec] {
+        const H: &[HandlerSpec] = &[
+            HandlerSpec::counter("packets"),
+            HandlerSpec::counter("ignored"),
+            HandlerSpec::counter("microflows"),
+            HandlerSpec::counter("collisions"),
+            HandlerSpec::counter("idle_evictions"),
+            HandlerSpec::counter("active_evictions"),
+            HandlerSpec::counter("end_evictions"),
+            HandlerSpec::counter("flushed"),
+            HandlerSpec::gauge("occupied"),
+            HandlerSpec::read("slots"),
+            HandlerSpec::read("packets_per_microflow"),
+            HandlerSpec::write("flush"),
+        ];
+        H
+    }
+
+    fn read_handler(&self, name: &str) -> Option<String> {
+        let s = &self.stats;
+        Some(match name {
+            "packets" => s.packets.to_string(),
+            "ignored" => s.ignored.to_string(),
+            "microflows" => s.microflows.to_string(),
+            "collisions" => s.by_reason[end_reason::LACK_OF_RESOURCES as usize].to_string(),
+            "idle_evictions" => s.by_reason[end_reason::IDLE_TIMEOUT as usize].to_string(),
+            "active_evictions" => s.by_reason[end_reason::ACTIVE_TIMEOUT as usize].to_string(),
+            "end_evictions" => s.by_reason[end_reason::END_OF_FLOW as usize].to_string(),
+            "flushed" => s.by_reason[end_reason::FORCED_END as usize].to_string(),
+            "occupied" => self.occupied().to_string(),
+            "slots" => self.nslots.to_string(),
+            "packets_per_microflow" => {
+                format!("{:.2}", s.packets as f64 / s.microflows.max(1) as f64)
+            }
+            _ => return None,
+        })
+    }
+
+    fn write_handler(&mut self, name: &str, _value: &str) -> Option<Result<(), String>> {
+        match name {
+            "flush" => {
+                self.flush_requested = true;
+                Some(Ok(()))
+            }
+            _ => None,
+        }
+    }
+
+    fn drops(&self) -> Vec<(&'static str, u64)> {
+        if self.out1 || self.stats.ignored == 0 {
+            Vec::new()
+        } else {
+            vec![("ignored (no flow key)", self.stats.ignored)]
+        }
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn layout_and_round_trip() {
+        assert_eq!(Microflow::SIZE, 120);
+        assert_eq!(std::mem::offset_of!(Microflow, dir), 48);
+        let mut m = Microflow::new();
+        m.dir.packets = 3;
+        m.ignored = 2;
+        let b = m.as_bytes().to_vec();
+        assert_eq!(Microflow::from_bytes(&b), Some(m));
+        assert_eq!(Microflow::from_bytes(&b[1..]), None);
+        assert_eq!(parse_bytes("1MB"), Ok(1 << 20));
+        assert_eq!(parse_bytes("256 KiB"), Ok(256 << 10));
+        assert!(parse_bytes("1XB").is_err());
+    }
+}

@@ -328,24 +328,7 @@ fn many(n: usize) -> Vec<FlowRecord> {
 fn ipfix_messages_stay_under_the_mtu_and_templates_are_resent() {
     let recs = many(300);
     let f = records_pcap("ipfix2.pcap", &recs, &[]);
-    let out = tmp("ipfix2.ipfix");
-    let r = run(
-        &format!(
-            "FromDump({}, STOP true) -> e :: IPFIXExport(FILENAME {}, MTU 512, TEMPLATE_INTERVAL 10s);",
-            f.display(),
-            out.display()
-        ),
-        RouterOptions::default(),
-    );
-    // The file is the message stream: split it by the length fields.
-    let bytes = std::fs::read(&out).unwrap();
-    let mut msgs = Vec::new();
-    let mut b = &bytes[..];
-    while !b.is_empty() {
-        let n = usize::from(u16::from_be_bytes([b[2], b[3]]));
-        msgs.push(b[..n].to_vec());
-        b = &b[n..];
-    }
+    let (r, msgs) = ipfix_file(&f, "MTU 512, TEMPLATE_INTERVAL 10s, TEMPLATE_PACKETS 0");
     assert_eq!(read(&r, "e.messages"), msgs.len().to_string());
     let ix = decode_ipfix(&msgs);
     assert!(ix.msgs.iter().all(|m| m.2 <= 512), "{:?}", ix.msgs);
@@ -365,6 +348,50 @@ fn ipfix_messages_stay_under_the_mtu_and_templates_are_resent() {
         assert_eq!(s, seq);
         seq += n;
     }
+    // By message count: at most 10 messages between template sends.
+    let (_, msgs) = ipfix_file(&f, "MTU 512, TEMPLATE_INTERVAL 1h, TEMPLATE_PACKETS 10");
+    let with_templates: Vec<usize> = msgs
+        .iter()
+        .enumerate()
+        .filter(|(_, m)| {
+            let p = ipfix::Packet::new_checked(&m[..]).unwrap();
+            p.sets()
+                .any(|s| s.unwrap().set_id() == ipfix::TEMPLATE_SET_ID)
+        })
+        .map(|(i, _)| i)
+        .collect();
+    assert_eq!(with_templates[0], 0);
+    assert!(
+        with_templates.windows(2).all(|w| w[1] - w[0] <= 11),
+        "{with_templates:?}"
+    );
+    assert!(
+        with_templates.len() >= msgs.len() / 11,
+        "{with_templates:?}"
+    );
+}
+
+/// Run IPFIXExport into a file with extra keywords; the router and the
+/// messages (the file split by the messages' length fields).
+fn ipfix_file(input: &std::path::Path, kw: &str) -> (Router, Vec<Vec<u8>>) {
+    let out = tmp(&format!("ipfix-{}.ipfix", kw.len()));
+    let r = run(
+        &format!(
+            "FromDump({}, STOP true) -> e :: IPFIXExport(FILENAME {}, {kw});",
+            input.display(),
+            out.display()
+        ),
+        RouterOptions::default(),
+    );
+    let bytes = std::fs::read(&out).unwrap();
+    let mut msgs = Vec::new();
+    let mut b = &bytes[..];
+    while !b.is_empty() {
+        let n = usize::from(u16::from_be_bytes([b[2], b[3]]));
+        msgs.push(b[..n].to_vec());
+        b = &b[n..];
+    }
+    (r, msgs)
 }
 
 /// Everything decoded from NetFlow v9 packets.

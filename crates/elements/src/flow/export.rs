@@ -18,13 +18,15 @@ pub(crate) struct CommonArgs {
     pub mtu: usize,
     pub pace: u32,
     pub template_ns: u64,
+    pub template_msgs: u64,
     pub flush_ns: u64,
     pub domain: u32,
     pub reference: bool,
 }
 
 impl CommonArgs {
-    /// Read COLLECTOR, FILENAME, MTU, PACE, TEMPLATE_INTERVAL, FLUSH_INTERVAL,
+    /// Read COLLECTOR, FILENAME, MTU, PACE, TEMPLATE_INTERVAL, TEMPLATE_PACKETS,
+    /// FLUSH_INTERVAL,
     /// DOMAIN and IMPL from `a`; the caller completes `a`.
     pub fn read(a: &mut linerate_args::Args, ctx: &ConfigureCtx<'_>) -> CommonArgs {
         let collector: Option<String> = a.read_p("COLLECTOR");
@@ -37,6 +39,7 @@ impl CommonArgs {
                 nanos: 10_000_000_000,
             },
         );
+        let template_msgs: u32 = a.read_or("TEMPLATE_PACKETS", 64);
         let flush: linerate_args::Seconds = a.read_or(
             "FLUSH_INTERVAL",
             linerate_args::Seconds {
@@ -63,6 +66,7 @@ impl CommonArgs {
             mtu: mtu as usize,
             pace,
             template_ns: template.nanos.max(1),
+            template_msgs: u64::from(template_msgs),
             flush_ns: flush.nanos.max(1),
             // Replicas of one configuration export as separate observation
             // domains so that each keeps its own sequence numbers.

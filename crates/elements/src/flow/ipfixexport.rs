@@ -23,6 +23,10 @@
 //!   type records and the statistics record are re-sent when the flow clock
 //!   (the latest flow end seen: packet time when reading a file) has moved
 //!   on by this much.
+//! - `TEMPLATE_PACKETS` (integer, default 64): re-send them also after this
+//!   many messages (0 = only by time), so a collector that lost them (or
+//!   started late) recovers within a bounded number of datagrams even when
+//!   the flow clock stands still, as during the final flush.
 //! - `FLUSH_INTERVAL` (time, default 1s): a partly filled message is sent
 //!   after this much (wall or simulated) time.
 //! - `DOMAIN` (integer, default 1): observation domain ID. In replicated
@@ -362,6 +366,9 @@ struct IpfixExport {
     domain: u32,
     reference: bool,
     template_ns: u64,
+    template_msgs: u64,
+    /// Messages sent when the templates were last sent.
+    template_at_msg: u64,
     flush_ns: u64,
     ignored_handler: Option<String>,
     ignored_in: u64,
@@ -402,6 +409,8 @@ fn make(ctx: &ConfigureCtx<'_>) -> Result<Box<dyn Element>, Vec<String>> {
         domain: common.domain,
         reference: common.reference,
         template_ns: common.template_ns,
+        template_msgs: common.template_msgs,
+        template_at_msg: 0,
         flush_ns: common.flush_ns,
         ignored_handler: ignored.map(|r| r.0),
         ignored_in: 0,
@@ -518,8 +527,12 @@ impl IpfixExport {
 
     fn export(&mut self, r: &FlowRecord) {
         self.clock_ns = self.clock_ns.max(r.fwd.last_ns).max(r.rev.last_ns);
-        if self.next_template_ns.is_none_or(|t| self.clock_ns >= t) {
+        let due_msgs =
+            self.template_msgs > 0 && self.tx.messages >= self.template_at_msg + self.template_msgs;
+        if due_msgs || self.next_template_ns.is_none_or(|t| self.clock_ns >= t) {
             self.send_templates();
+            // Counted from the message that completes the templates.
+            self.template_at_msg = self.tx.messages;
             self.next_template_ns = Some(self.clock_ns.saturating_add(self.template_ns));
         }
         let bi = r.biflow != 0;

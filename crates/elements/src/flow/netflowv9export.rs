@@ -15,7 +15,8 @@
 //! - `FILENAME` (string): also (or only) write the export packets to this
 //!   file, back to back.
 //! - `MTU` (integer, default 1400), `PACE` (integer, default 0),
-//!   `TEMPLATE_INTERVAL` (time, default 10s), `FLUSH_INTERVAL` (time,
+//!   `TEMPLATE_INTERVAL` (time, default 10s), `TEMPLATE_PACKETS` (integer,
+//!   default 64), `FLUSH_INTERVAL` (time,
 //!   default 1s), `DOMAIN` (integer, default 1: the source ID, plus the
 //!   replica index in replicated mode), `IMPL` (`fast` or `reference`): as
 //!   for `IPFIXExport`.
@@ -219,6 +220,9 @@ struct V9Export {
     domain: u32,
     reference: bool,
     template_ns: u64,
+    template_msgs: u64,
+    /// Messages sent when the templates were last sent.
+    template_at_msg: u64,
     flush_ns: u64,
     ignored_in: u64,
     seq: u32,
@@ -245,6 +249,8 @@ fn make(ctx: &ConfigureCtx<'_>) -> Result<Box<dyn Element>, Vec<String>> {
         domain: common.domain,
         reference: common.reference,
         template_ns: common.template_ns,
+        template_msgs: common.template_msgs,
+        template_at_msg: 0,
         flush_ns: common.flush_ns,
         ignored_in: 0,
         seq: 0,
@@ -352,8 +358,12 @@ impl V9Export {
             let first = r.fwd.first_ns / 1_000_000;
             self.boot_ms = Some((first / 1000 * 1000).saturating_sub(BOOT_MARGIN_MS));
         }
-        if self.next_template_ns.is_none_or(|t| self.clock_ns >= t) {
+        let due_msgs =
+            self.template_msgs > 0 && self.tx.messages >= self.template_at_msg + self.template_msgs;
+        if due_msgs || self.next_template_ns.is_none_or(|t| self.clock_ns >= t) {
             self.send_templates();
+            // Counted from the message that completes the templates.
+            self.template_at_msg = self.tx.messages;
             self.next_template_ns = Some(self.clock_ns.saturating_add(self.template_ns));
         }
         self.one(&OneWay {

@@ -1,0 +1,144 @@
+#!/usr/bin/env bash
+# Verifies nfs/flowmon.click against a real collector: nfdump's nfcapd.
+#
+#   interop/flowmon/check.sh [LINERATE]      (run from anywhere)
+#
+# For each trace in ../shared/traces and each export mode (IPFIX one-way,
+# IPFIX biflows, NetFlow v9), it starts nfcapd on a free loopback port with
+# a temporary directory, runs flowmon with no timeouts (ACTIVE=0 IDLE=0
+# TCPEND=false) exporting to it, stops nfcapd, and reads the flows back with
+# nfdump. The flow count, packet total and byte total nfdump decoded must
+# equal what flowmon reports (its exporter's and fast path's handlers) and,
+# for the LAN trace, the README's reference values. A few literal flows are
+# checked field by field (times to the millisecond, TCP flags, ports, ICMP
+# type/code). Exit status 0 = pass, 1 = fail, 77 = skipped (nfdump missing
+# and not installable).
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+root="$(cd "$here/../.." && pwd)"
+traces="$(cd "$root/.." && pwd)/shared/traces"
+linerate="${1:-$root/target/debug/linerate}"
+
+if ! command -v nfcapd >/dev/null || ! command -v nfdump >/dev/null; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    apt-get install -y nfdump >/dev/null 2>&1 || true
+  fi
+fi
+if ! command -v nfcapd >/dev/null || ! command -v nfdump >/dev/null; then
+  echo "SKIP: nfdump (nfcapd, nfdump) is not installed and could not be installed"
+  exit 77
+fi
+[ -x "$linerate" ] || { echo "FAIL: no linerate binary at $linerate"; exit 1; }
+
+work="$(mktemp -d)"
+nfpid=""
+cleanup() {
+  [ -n "$nfpid" ] && kill "$nfpid" 2>/dev/null || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+fails=0
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+
+# Start nfcapd on a free UDP port of 127.0.0.1; sets $port, $nfpid, $dir.
+start_collector() {
+  dir="$(mktemp -d "$work/nf.XXXX")"
+  for _ in $(seq 1 20); do
+    port=$((20000 + RANDOM % 40000))
+    ss -Huln "sport = :$port" | grep -q . && continue
+    nfcapd -b 127.0.0.1 -p "$port" -w "$dir" -B 8388608 >"$dir.log" 2>&1 &
+    nfpid=$!
+    for _ in $(seq 1 100); do
+      ss -Huln "sport = :$port" | grep -q . && return 0
+      kill -0 "$nfpid" 2>/dev/null || break
+      sleep 0.05
+    done
+    kill "$nfpid" 2>/dev/null || true
+    wait "$nfpid" 2>/dev/null || true
+  done
+  echo "FAIL: could not start nfcapd"; exit 1
+}
+
+stop_collector() {
+  kill -TERM "$nfpid"
+  wait "$nfpid" 2>/dev/null || true
+  nfpid=""
+}
+
+# Handler value NAME from flowmon's -h output in $out.
+handler() { awk -v h="$1:" '$0 == h { getline; print; exit }' "$out"; }
+
+# run TRACE PROTOCOL BIFLOW -> sets $flows $pkts $bytes (nfdump) and $out.
+run_case() {
+  local trace=$1 proto=$2 bi=$3
+  start_collector
+  out="$work/out.txt"
+  "$linerate" run --no-summary "$root/nfs/flowmon.click" INPUT="$trace" \
+    COLLECTOR="127.0.0.1:$port" PROTOCOL="$proto" BIFLOW="$bi" ACTIVE=0 IDLE=0 \
+    TCPEND=false PACE=20000 -h export.records -h export.dropped -h fast.packets \
+    -h agg.ignored >"$out" 2>&1 || { cat "$out"; fail "flowmon failed"; }
+  stop_collector
+  read -r flows pkts bytes < <(nfdump -R "$dir" -q -o csv \
+    | awk -F, '$1 ~ /^[0-9]/ { f++; p += $12 + $14; b += $13 + $15 } END { print f+0, p+0, b+0 }')
+}
+
+# expect_eq WHAT GOT WANT
+expect_eq() { [ "$2" = "$3" ] || fail "$1: got $2, want $3"; }
+
+# flow_json FILTER: nfdump's JSON for the flows matching an nfdump filter.
+flow_json() { nfdump -R "$dir" -q -o json "$1"; }
+# json_field JSON NAME: the value of "NAME" (first record).
+json_field() { grep -m1 "\"$2\" :" <<<"$1" | sed -E 's/.*: "?([^",]*)"?,?$/\1/'; }
+
+lan="$traces/pathspider-real-lan2012.pcap"
+ndpi="$traces/ndpi-tests-mix.pcap"
+
+for trace in "$lan" "$ndpi"; do
+  [ -r "$trace" ] || { fail "missing trace $trace"; continue; }
+  for mode in "ipfix false" "ipfix true" "v9 false"; do
+    set -- $mode
+    run_case "$trace" "$1" "$2"
+    name="$(basename "$trace") $1 biflow=$2"
+    records=$(handler export.records)
+    fpkts=$(handler fast.packets)
+    echo "$name: nfdump $flows flows, $pkts packets, $bytes bytes; flowmon $records records, $fpkts packets, dropped $(handler export.dropped), ignored $(handler agg.ignored)"
+    expect_eq "$name flows (nfdump vs flowmon)" "$flows" "$records"
+    expect_eq "$name packets (nfdump vs flowmon)" "$pkts" "$fpkts"
+    expect_eq "$name dropped" "$(handler export.dropped)" 0
+    if [ "$trace" = "$lan" ]; then
+      want=11978
+      [ "$2" = true ] && want=6024
+      expect_eq "$name flows (README)" "$flows" "$want"
+      expect_eq "$name packets (README)" "$pkts" 62038
+      expect_eq "$name bytes (README)" "$bytes" 3718480
+      if [ "$2" = false ]; then
+        # Literal flows, from tcpdump -tt -v of the trace.
+        j=$(flow_json "src ip 10.64.88.105 and src port 46538 and dst port 10050")
+        expect_eq "$name tcp first" "$(json_field "$j" first)" 2012-11-23T17:58:46.790
+        expect_eq "$name tcp last" "$(json_field "$j" last)" 2012-11-23T17:58:46.798
+        expect_eq "$name tcp packets" "$(json_field "$j" in_packets)" 5
+        expect_eq "$name tcp bytes" "$(json_field "$j" in_bytes)" 282
+        expect_eq "$name tcp flags" "$(json_field "$j" tcp_flags)" "...AP.SF"
+        expect_eq "$name tcp dst port" "$(json_field "$j" dst_port)" 10050
+        j=$(flow_json "src ip 10.64.88.105 and dst ip 10.64.88.7 and proto icmp")
+        expect_eq "$name icmp type" "$(json_field "$j" icmp_type)" 3
+        expect_eq "$name icmp code" "$(json_field "$j" icmp_code)" 3
+        expect_eq "$name icmp packets" "$(json_field "$j" in_packets)" 6
+        expect_eq "$name icmp bytes" "$(json_field "$j" in_bytes)" 818
+        expect_eq "$name icmp first" "$(json_field "$j" first)" 2012-11-23T17:03:06.282
+        expect_eq "$name icmp last" "$(json_field "$j" last)" 2012-11-23T17:35:35.304
+        j=$(flow_json "src ip 10.64.93.135 and src port 138 and dst ip 10.64.93.255")
+        expect_eq "$name udp packets" "$(json_field "$j" in_packets)" 15
+        expect_eq "$name udp bytes" "$(json_field "$j" in_bytes)" 3435
+        expect_eq "$name udp first" "$(json_field "$j" first)" 2012-11-23T17:01:24.464
+        expect_eq "$name udp last" "$(json_field "$j" last)" 2012-11-23T17:55:14.228
+      fi
+    fi
+  done
+done
+
+if [ "$fails" -gt 0 ]; then
+  echo "$fails check(s) failed"
+  exit 1
+fi
+echo "PASS: nfdump decodes exactly what flowmon exported"

@@ -381,6 +381,8 @@ struct IpfixExport {
     clock_ns: u64,
     next_template_ns: Option<u64>,
     timer: bool,
+    /// The end-of-run statistics record was written.
+    final_stats: bool,
 }
 
 fn make(ctx: &ConfigureCtx<'_>) -> Result<Box<dyn Element>, Vec<String>> {
@@ -421,6 +423,7 @@ fn make(ctx: &ConfigureCtx<'_>) -> Result<Box<dyn Element>, Vec<String>> {
         clock_ns: 0,
         next_template_ns: None,
         timer: false,
+        final_stats: false,
     }))
 }
 
@@ -434,8 +437,17 @@ const HANDLERS: &[HandlerSpec] = &[
 ];
 
 impl IpfixExport {
+    /// Refresh the IGNORED handler's value.
+    fn read_ignored(&mut self, ctx: &mut Ctx<'_>) {
+        if let Some(h) = &self.ignored_handler {
+            if let Ok(v) = ctx.call_handler(h, None) {
+                self.ignored_meter = v.trim().parse().unwrap_or(self.ignored_meter);
+            }
+        }
+    }
+
     /// Send the message being built (if it holds anything).
-    fn flush(&mut self) {
+    fn send_message(&mut self) {
         if self.msg.is_empty() {
             return;
         }
@@ -461,7 +473,7 @@ impl IpfixExport {
     /// Room for one record; flushes a full message first.
     fn room(&mut self, set: u16, len: usize, data: bool) -> &mut [u8] {
         if !self.msg.fits(set, len) {
-            self.flush();
+            self.send_message();
         }
         self.msg
             .record(set, len, data)
@@ -556,11 +568,7 @@ impl Element for IpfixExport {
     }
 
     fn push(&mut self, _port: usize, batch: Batch, ctx: &mut Ctx<'_>) {
-        if let Some(h) = &self.ignored_handler {
-            if let Ok(v) = ctx.call_handler(h, None) {
-                self.ignored_meter = v.trim().parse().unwrap_or(self.ignored_meter);
-            }
-        }
+        self.read_ignored(ctx);
         for p in batch.iter() {
             match FlowRecord::from_bytes(p.data()) {
                 Some(r) => self.export(&r),
@@ -578,14 +586,25 @@ impl Element for IpfixExport {
 
     fn run_timer(&mut self, _ctx: &mut Ctx<'_>) {
         self.timer = false;
-        self.flush();
+        self.send_message();
+    }
+
+    fn flush(&mut self, ctx: &mut Ctx<'_>) -> bool {
+        self.read_ignored(ctx);
+        if self.next_template_ns.is_some() && !self.final_stats {
+            self.stats_record();
+            self.final_stats = true;
+        }
+        self.send_message();
+        false
     }
 
     fn cleanup(&mut self) {
-        if self.next_template_ns.is_some() {
+        if self.next_template_ns.is_some() && !self.final_stats {
             self.stats_record();
+            self.final_stats = true;
         }
-        self.flush();
+        self.send_message();
         self.tx.finish();
     }
 

@@ -233,6 +233,8 @@ struct V9Export {
     boot_ms: Option<u64>,
     next_template_ns: Option<u64>,
     timer: bool,
+    /// The end-of-run statistics record was written.
+    final_stats: bool,
 }
 
 fn make(ctx: &ConfigureCtx<'_>) -> Result<Box<dyn Element>, Vec<String>> {
@@ -261,6 +263,7 @@ fn make(ctx: &ConfigureCtx<'_>) -> Result<Box<dyn Element>, Vec<String>> {
         boot_ms: None,
         next_template_ns: None,
         timer: false,
+        final_stats: false,
     }))
 }
 
@@ -274,7 +277,7 @@ const HANDLERS: &[HandlerSpec] = &[
 ];
 
 impl V9Export {
-    fn flush(&mut self) {
+    fn send_message(&mut self) {
         if self.msg.is_empty() {
             return;
         }
@@ -297,7 +300,7 @@ impl V9Export {
 
     fn room(&mut self, set: u16, len: usize, data: bool) -> &mut [u8] {
         if !self.msg.fits(set, len) {
-            self.flush();
+            self.send_message();
         }
         self.msg
             .record(set, len, data)
@@ -404,14 +407,24 @@ impl Element for V9Export {
 
     fn run_timer(&mut self, _ctx: &mut Ctx<'_>) {
         self.timer = false;
-        self.flush();
+        self.send_message();
+    }
+
+    fn flush(&mut self, _ctx: &mut Ctx<'_>) -> bool {
+        if self.next_template_ns.is_some() && !self.final_stats {
+            self.stats_record();
+            self.final_stats = true;
+        }
+        self.send_message();
+        false
     }
 
     fn cleanup(&mut self) {
-        if self.next_template_ns.is_some() {
+        if self.next_template_ns.is_some() && !self.final_stats {
             self.stats_record();
+            self.final_stats = true;
         }
-        self.flush();
+        self.send_message();
         self.tx.finish();
     }
 

@@ -20,6 +20,7 @@
 //! preamble, gap or FCS). The speed-up column divides the reference
 //! implementation's cost by the element's.
 
+mod flowexport;
 mod parse;
 mod standard;
 pub mod traffic;
@@ -92,6 +93,7 @@ impl Case {
 /// configurations read (tables, keys).
 pub fn all_cases(dir: &Path) -> Vec<Case> {
     let mut v = Vec::new();
+    v.extend(flowexport::cases(dir));
     v.extend(standard::cases(dir));
     v.extend(parse::cases(dir));
     v

@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# End-to-end flow export benchmark: a pcap file (page cache) -> records
+# exported as IPFIX over UDP to 127.0.0.1 with PACE=0, the median of RUNS
+# runs (default 5) of wall time, start-up included, for
+#   - linerate nfs/flowmon.click on one core,
+#   - linerate --replicate -j 2 (two cores, RSS by flow hash),
+#   - softflowd -r FILE -n 127.0.0.1:PORT -v 10 (IPFIX), when installed,
+# on a synthetic internet-like trace (bench/src/bin/inettrace.rs, 2 M
+# packets, 1.2 GB; kept in $CARGO_TARGET_DIR) and the two shared traces.
+#
+#   bench/flowmon.sh            [RUNS=7] [PACKETS=2000000] [TABLE=1MB]
+#
+# The collector is a UDP socket that never reads (the kernel drops what does
+# not fit its buffer), so no collector competes for the CPU; the exporters'
+# send errors are zero either way. Goals (issue 6): >= 10x softflowd,
+# >= 15 Mpps per core on internet-like traffic, 2 cores >= 1.8x one core.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+RUNS=${RUNS:-5}
+TABLE=${TABLE:-1MB}
+target=${CARGO_TARGET_DIR:-target}
+cargo build --release -q --bin linerate
+cargo build --release -q -p linerate-bench --bin inettrace
+lr="$target/release/linerate"
+inet="$target/inet-${PACKETS:-2000000}.pcap"
+[ -s "$inet" ] || "$target/release/inettrace" "$inet" "${PACKETS:-2000000}"
+traces=("$inet" ../shared/traces/pathspider-real-lan2012.pcap ../shared/traces/ndpi-tests-mix.pcap)
+
+# A UDP sink that never reads.
+port=$((30000 + RANDOM % 20000))
+python3 -c "import socket,time; s=socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(('127.0.0.1', $port)); time.sleep(86400)" &
+sink=$!
+trap 'kill $sink 2>/dev/null || true' EXIT
+sleep 0.3
+
+# Warm the page cache.
+cat "${traces[@]}" >/dev/null
+
+median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+# secs CMD...: wall seconds of one run (output discarded).
+secs() {
+  local t0 t1
+  t0=$(date +%s.%N)
+  "$@" >/dev/null 2>&1
+  t1=$(date +%s.%N)
+  echo "$t1 - $t0" | bc -l
+}
+
+echo "machine: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs); load: $(cut -d' ' -f1-3 /proc/loadavg)"
+printf '| trace | packets | flows (records) | pkts/microflow | linerate 1 core | linerate 2 cores (RSS) | softflowd | 1 core / softflowd | 2 cores / 1 core |\n'
+printf '| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n'
+for t in "${traces[@]}"; do
+  flowmon=(nfs/flowmon.click INPUT="$t" COLLECTOR="127.0.0.1:$port" PACE=0 TABLE="$TABLE")
+  info=$("$lr" run --no-summary "${flowmon[@]}" -h src.count -h export.records \
+    -h fast.packets_per_microflow -h export.dropped 2>&1)
+  val() { awk -v h="$1:" '$0 == h { getline; print; exit }' <<<"$info"; }
+  pk=$(val src.count)
+  one=$(for _ in $(seq "$RUNS"); do secs "$lr" run --no-summary "${flowmon[@]}"; done | median)
+  two=$(for _ in $(seq "$RUNS"); do secs "$lr" run --no-summary --replicate -j 2 "${flowmon[@]}"; done | median)
+  if command -v softflowd >/dev/null; then
+    sf=$(for _ in $(seq "$RUNS"); do secs softflowd -r "$t" -n "127.0.0.1:$port" -v 10 -d; done | median)
+  else
+    sf=""
+  fi
+  mpps() { echo "scale=2; $pk / $1 / 1000000" | bc -l; }
+  sfcol="n/a"; ratio="n/a"
+  if [ -n "$sf" ]; then
+    sfcol="$(mpps "$sf") Mpps (${sf%????} s)"
+    ratio="$(echo "scale=1; $sf / $one" | bc -l)x"
+  fi
+  printf '| %s | %s | %s | %s | %s Mpps (%s s) | %s Mpps (%s s) | %s | %s | %sx |\n' \
+    "$(basename "$t")" "$pk" "$(val export.records)" "$(val fast.packets_per_microflow)" \
+    "$(mpps "$one")" "${one%????}" "$(mpps "$two")" "${two%????}" "$sfcol" "$ratio" \
+    "$(echo "scale=2; $one / $two" | bc -l)"
+done
+echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"

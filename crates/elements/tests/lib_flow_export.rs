@@ -625,8 +625,10 @@ proptest! {
                 RouterOptions::default(),
             );
             outs.push(std::fs::read(&out).unwrap());
+            std::fs::remove_file(&out).unwrap();
             hs.push(["records", "messages", "bytes", "ignored", "sequence"].map(|h| read(&r, &format!("e.{h}"))));
         }
+        std::fs::remove_file(&f).unwrap();
         prop_assert_eq!(&outs[0], &outs[1]);
         prop_assert_eq!(&hs[0], &hs[1]);
         prop_assert_eq!(&hs[0][3], "1");

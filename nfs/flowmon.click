@@ -29,9 +29,9 @@
 // Several cores (RSS): `linerate run --replicate -j 2 nfs/flowmon.click ...`
 // runs one copy of the pipeline per core; FromDump gives each copy the
 // packets whose symmetric flow hash falls to it, so every flow (both
-// directions) stays on one core and records are exact. Each copy has its own
-// exporter socket and sends as observation domain DOMAIN + core index, so the
-// collector sees one exporter with one sequence-number space per core.
+// directions) stays on one core and records are exact. The copies' exporters
+// share one socket, pacer and sequence-number space (same COLLECTOR and
+// DOMAIN), so the collector sees one exporter.
 //
 // Fast path and aggregator on separate threads: put a Queue between them and
 // place the Unqueue on the second thread:

@@ -4,7 +4,8 @@
 #   interop/flowmon/check.sh [LINERATE]      (run from anywhere)
 #
 # For each trace in ../shared/traces and each export mode (IPFIX one-way,
-# IPFIX biflows, NetFlow v9), it starts nfcapd on a free loopback port with
+# IPFIX biflows, NetFlow v9; the last two also replicated on two cores,
+# whose exporters share one domain and sequence space), it starts nfcapd on a free loopback port with
 # a temporary directory, runs flowmon with no timeouts (ACTIVE=0 IDLE=0
 # TCPEND=false) exporting to it, stops nfcapd, and reads the flows back with
 # nfdump. The flow count, packet total and byte total nfdump decoded must
@@ -68,12 +69,14 @@ stop_collector() {
 # Handler value NAME from flowmon's -h output in $out.
 handler() { awk -v h="$1:" '$0 == h { getline; print; exit }' "$out"; }
 
-# run TRACE PROTOCOL BIFLOW -> sets $flows $pkts $bytes (nfdump) and $out.
+# run TRACE PROTOCOL BIFLOW [OPTIONS] -> sets $flows $pkts $bytes (nfdump)
+# and $out.
 run_case() {
-  local trace=$1 proto=$2 bi=$3
+  local trace=$1 proto=$2 bi=$3 opts=${4:-}
   start_collector
   out="$work/out.txt"
-  "$linerate" run --no-summary "$root/nfs/flowmon.click" INPUT="$trace" \
+  # shellcheck disable=SC2086
+  "$linerate" run --no-summary $opts "$root/nfs/flowmon.click" INPUT="$trace" \
     COLLECTOR="127.0.0.1:$port" PROTOCOL="$proto" BIFLOW="$bi" ACTIVE=0 IDLE=0 \
     TCPEND=false PACE=20000 -h export.records -h export.dropped -h fast.packets \
     -h agg.ignored >"$out" 2>&1 || { cat "$out"; fail "flowmon failed"; }
@@ -95,10 +98,11 @@ ndpi="$traces/ndpi-tests-mix.pcap"
 
 for trace in "$lan" "$ndpi"; do
   [ -r "$trace" ] || { fail "missing trace $trace"; continue; }
-  for mode in "ipfix false" "ipfix true" "v9 false"; do
+  for mode in "ipfix false" "ipfix true" "v9 false" "ipfix true --replicate,-j,2" "v9 false --replicate,-j,2"; do
     set -- $mode
-    run_case "$trace" "$1" "$2"
-    name="$(basename "$trace") $1 biflow=$2"
+    extra="${3:-}"
+    run_case "$trace" "$1" "$2" "${extra//,/ }"
+    name="$(basename "$trace") $1 biflow=$2 ${extra//,/ }"
     records=$(handler export.records)
     fpkts=$(handler fast.packets)
     echo "$name: nfdump $flows flows, $pkts packets, $bytes bytes; flowmon $records records, $fpkts packets, dropped $(handler export.dropped), ignored $(handler agg.ignored)"
@@ -111,7 +115,7 @@ for trace in "$lan" "$ndpi"; do
       expect_eq "$name flows (README)" "$flows" "$want"
       expect_eq "$name packets (README)" "$pkts" 62038
       expect_eq "$name bytes (README)" "$bytes" 3718480
-      if [ "$2" = false ]; then
+      if [ "$2" = false ] && [ -z "$extra" ]; then
         # Literal flows, from tcpdump -tt -v of the trace.
         j=$(flow_json "src ip 10.64.88.105 and src port 46538 and dst port 10050")
         expect_eq "$name tcp first" "$(json_field "$j" first)" 2012-11-23T17:58:46.790

@@ -374,7 +374,8 @@ fn ipfix_messages_stay_under_the_mtu_and_templates_are_resent() {
 /// Run IPFIXExport into a file with extra keywords; the router and the
 /// messages (the file split by the messages' length fields).
 fn ipfix_file(input: &std::path::Path, kw: &str) -> (Router, Vec<Vec<u8>>) {
-    let out = tmp(&format!("ipfix-{}.ipfix", kw.len()));
+    let name: String = kw.chars().filter(char::is_ascii_alphanumeric).collect();
+    let out = tmp(&format!("ipfix-{name}.ipfix"));
     let r = run(
         &format!(
             "FromDump({}, STOP true) -> e :: IPFIXExport(FILENAME {}, {kw});",
@@ -717,4 +718,42 @@ fn lan_trace_pipeline_into_an_ipfix_file() {
     assert_eq!(field(&ix, last, 0, 42), 11978);
     assert_eq!(field(&ix, last, 0, 164), 743);
     assert_eq!(field(&ix, last, 0, 166), 0);
+}
+
+/// Two exporters with the same file and domain are one exporting process:
+/// one file, one sequence-number space, messages in order.
+#[test]
+fn exporters_of_one_domain_share_the_sequence() {
+    let recs = many(40);
+    let f = records_pcap("shared.pcap", &recs, &[]);
+    let out = tmp("shared.ipfix");
+    let r = run(
+        &format!(
+            "FromDump({}, STOP true) -> t :: Tee(2);
+             t[0] -> a :: IPFIXExport(FILENAME {o}, MTU 600);
+             t[1] -> b :: IPFIXExport(FILENAME {o}, MTU 600);",
+            f.display(),
+            o = out.display()
+        ),
+        RouterOptions::default(),
+    );
+    assert_eq!(read(&r, "a.records"), "40");
+    assert_eq!(read(&r, "b.records"), "40");
+    let bytes = std::fs::read(&out).unwrap();
+    let mut msgs = Vec::new();
+    let mut b = &bytes[..];
+    while !b.is_empty() {
+        let n = usize::from(u16::from_be_bytes([b[2], b[3]]));
+        msgs.push(b[..n].to_vec());
+        b = &b[n..];
+    }
+    let ix = decode_ipfix(&msgs);
+    assert_eq!(ix.data.iter().filter(|d| d.0 < 260).count(), 80);
+    let mut seq = 0;
+    for &(s, n, _) in &ix.msgs {
+        assert_eq!(s, seq);
+        seq += n;
+    }
+    assert_eq!(read(&r, "a.sequence"), seq.to_string());
+    assert_eq!(read(&r, "b.sequence"), seq.to_string());
 }

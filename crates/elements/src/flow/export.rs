@@ -2,10 +2,10 @@
 //! packs records into sets under the MTU, the transport (a UDP socket to
 //! the collector and/or a file) with pacing, and the common arguments.
 
-use linerate_runtime::ConfigureCtx;
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::net::{SocketAddr, ToSocketAddrs, UdpSocket};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::{Duration, Instant};
 
 /// Smallest accepted MTU (payload bytes of a datagram).
@@ -28,7 +28,7 @@ impl CommonArgs {
     /// Read COLLECTOR, FILENAME, MTU, PACE, TEMPLATE_INTERVAL, TEMPLATE_PACKETS,
     /// FLUSH_INTERVAL,
     /// DOMAIN and IMPL from `a`; the caller completes `a`.
-    pub fn read(a: &mut linerate_args::Args, ctx: &ConfigureCtx<'_>) -> CommonArgs {
+    pub fn read(a: &mut linerate_args::Args) -> CommonArgs {
         let collector: Option<String> = a.read_p("COLLECTOR");
         let filename: Option<String> = a.read("FILENAME");
         let mtu: u32 = a.read_or("MTU", 1400);
@@ -68,105 +68,187 @@ impl CommonArgs {
             template_ns: template.nanos.max(1),
             template_msgs: u64::from(template_msgs),
             flush_ns: flush.nanos.max(1),
-            // Replicas of one configuration export as separate observation
-            // domains so that each keeps its own sequence numbers.
-            domain: domain.wrapping_add(ctx.replica.0 as u32),
+            domain,
             reference: imp.0 == "reference",
         }
     }
 }
 
+/// What one exporting process shares for a (protocol, collector, file,
+/// domain): the socket, the file, the sequence number, the pacer and (for
+/// NetFlow v9) the boot time. Replicas of a configuration, and several
+/// exporter elements with the same destination and domain, use one, so the
+/// collector sees one exporter with one sequence-number space.
+struct Channel {
+    sock: Option<(UdpSocket, SocketAddr)>,
+    state: Mutex<ChannelState>,
+}
+
+struct ChannelState {
+    file: Option<BufWriter<File>>,
+    file_errors: u64,
+    seq: u64,
+    next: Option<Instant>,
+    boot_ms: Option<u64>,
+}
+
+/// (protocol, collector, file, domain).
+type ChannelKey = (&'static str, Option<String>, Option<String>, u32);
+
+/// Live channels; an entry dies with the last exporter using it.
+static CHANNELS: Mutex<Vec<(ChannelKey, Weak<Channel>)>> = Mutex::new(Vec::new());
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 /// Where messages go, with counters and pacing.
 pub(crate) struct Transport {
-    pub collector: Option<String>,
-    pub filename: Option<String>,
-    sock: Option<(UdpSocket, SocketAddr)>,
-    file: Option<BufWriter<File>>,
+    key: ChannelKey,
+    chan: Option<Arc<Channel>>,
     gap: Option<Duration>,
-    next: Option<Instant>,
-    /// Messages sent (UDP) or written (file only).
+    /// Messages sent (UDP) or written (file only) by this element.
     pub messages: u64,
     /// Bytes of those messages.
     pub bytes: u64,
     /// Datagrams that failed to send.
     pub dropped: u64,
-    /// File write errors.
-    pub file_errors: u64,
 }
 
 /// Bursts the pacer allows after an idle period, in datagrams.
 const PACE_BURST: u32 = 8;
 
 impl Transport {
-    pub fn new(args: &CommonArgs) -> Transport {
+    pub fn new(protocol: &'static str, args: &CommonArgs) -> Transport {
         Transport {
-            collector: args.collector.clone(),
-            filename: args.filename.clone(),
-            sock: None,
-            file: None,
+            key: (
+                protocol,
+                args.collector.clone(),
+                args.filename.clone(),
+                args.domain,
+            ),
+            chan: None,
             gap: (args.pace > 0)
                 .then(|| Duration::from_nanos(1_000_000_000 / u64::from(args.pace))),
-            next: None,
             messages: 0,
             bytes: 0,
             dropped: 0,
-            file_errors: 0,
         }
     }
 
-    /// Resolve the collector, open the socket and the file.
+    /// Join the live channel for this destination and domain, or open one:
+    /// resolve the collector, bind a socket, create the file.
     pub fn open(&mut self) -> Result<(), String> {
-        if let Some(c) = &self.collector {
-            let addr = c
-                .to_socket_addrs()
-                .map_err(|e| format!("COLLECTOR {c}: {e}"))?
-                .next()
-                .ok_or_else(|| format!("COLLECTOR {c}: no address"))?;
-            let local: SocketAddr = if addr.is_ipv4() {
-                ([0, 0, 0, 0], 0).into()
-            } else {
-                (std::net::Ipv6Addr::UNSPECIFIED, 0).into()
-            };
-            let s = UdpSocket::bind(local).map_err(|e| format!("COLLECTOR {c}: {e}"))?;
-            self.sock = Some((s, addr));
+        let mut all = lock(&CHANNELS);
+        all.retain(|(_, w)| w.strong_count() > 0);
+        if let Some(c) = all
+            .iter()
+            .find(|(k, _)| *k == self.key)
+            .and_then(|(_, w)| w.upgrade())
+        {
+            self.chan = Some(c);
+            return Ok(());
         }
-        if let Some(f) = &self.filename {
-            let file = File::create(f).map_err(|e| format!("{f}: {e}"))?;
-            self.file = Some(BufWriter::with_capacity(1 << 18, file));
-        }
+        let (_, collector, filename, _) = &self.key;
+        let sock = match collector {
+            Some(c) => {
+                let addr = c
+                    .to_socket_addrs()
+                    .map_err(|e| format!("COLLECTOR {c}: {e}"))?
+                    .next()
+                    .ok_or_else(|| format!("COLLECTOR {c}: no address"))?;
+                let local: SocketAddr = if addr.is_ipv4() {
+                    ([0, 0, 0, 0], 0).into()
+                } else {
+                    (std::net::Ipv6Addr::UNSPECIFIED, 0).into()
+                };
+                let s = UdpSocket::bind(local).map_err(|e| format!("COLLECTOR {c}: {e}"))?;
+                Some((s, addr))
+            }
+            None => None,
+        };
+        let file = match filename {
+            Some(f) => Some(BufWriter::with_capacity(
+                1 << 18,
+                File::create(f).map_err(|e| format!("{f}: {e}"))?,
+            )),
+            None => None,
+        };
+        let c = Arc::new(Channel {
+            sock,
+            state: Mutex::new(ChannelState {
+                file,
+                file_errors: 0,
+                seq: 0,
+                next: None,
+                boot_ms: None,
+            }),
+        });
+        all.push((self.key.clone(), Arc::downgrade(&c)));
+        self.chan = Some(c);
         Ok(())
     }
 
-    /// Send one message: paced datagram to the collector, appended to the file.
-    pub fn send(&mut self, msg: &[u8]) {
-        if let Some((s, addr)) = &self.sock {
+    /// Send one message: `stamp(msg, seq)` writes the header with the
+    /// channel's sequence number and returns what to add to it; then the
+    /// paced datagram goes to the collector and the message to the file,
+    /// all under the channel's lock so sequence numbers leave in order.
+    pub fn send(&mut self, msg: &mut [u8], stamp: impl FnOnce(&mut [u8], u64) -> u64) {
+        let Some(chan) = &self.chan else {
+            return;
+        };
+        let mut st = lock(&chan.state);
+        let inc = stamp(msg, st.seq);
+        st.seq += inc;
+        if let Some((s, addr)) = &chan.sock {
             if let Some(gap) = self.gap {
                 let now = Instant::now();
                 let floor = now.checked_sub(gap * PACE_BURST).unwrap_or(now);
-                let next = self.next.map_or(floor, |n| n.max(floor));
+                let next = st.next.map_or(floor, |n| n.max(floor));
                 if next > now {
                     std::thread::sleep(next - now);
                 }
-                self.next = Some(next + gap);
+                st.next = Some(next + gap);
             }
             if s.send_to(msg, addr).is_err() {
                 self.dropped += 1;
             }
         }
-        if let Some(f) = self.file.as_mut() {
+        if let Some(f) = st.file.as_mut() {
             if f.write_all(msg).is_err() {
-                self.file_errors += 1;
+                st.file_errors += 1;
             }
         }
         self.messages += 1;
         self.bytes += msg.len() as u64;
     }
 
+    /// The channel's next sequence number.
+    pub fn seq(&self) -> u64 {
+        self.chan.as_ref().map_or(0, |c| lock(&c.state).seq)
+    }
+
+    /// The channel's NetFlow v9 boot time, set by the first caller.
+    pub fn boot_ms(&self, proposal: u64) -> u64 {
+        match &self.chan {
+            Some(c) => *lock(&c.state).boot_ms.get_or_insert(proposal),
+            None => proposal,
+        }
+    }
+
+    /// File write errors on the channel.
+    pub fn file_errors(&self) -> u64 {
+        self.chan.as_ref().map_or(0, |c| lock(&c.state).file_errors)
+    }
+
     /// Flush the file.
     pub fn finish(&mut self) {
-        if let Some(f) = self.file.as_mut() {
-            if f.flush().is_err() {
-                self.file_errors += 1;
+        if let Some(c) = &self.chan {
+            let mut st = lock(&c.state);
+            if let Some(f) = st.file.as_mut() {
+                if f.flush().is_err() {
+                    st.file_errors += 1;
+                }
             }
         }
     }

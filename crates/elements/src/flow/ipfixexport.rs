@@ -29,9 +29,10 @@
 //!   the flow clock stands still, as during the final flush.
 //! - `FLUSH_INTERVAL` (time, default 1s): a partly filled message is sent
 //!   after this much (wall or simulated) time.
-//! - `DOMAIN` (integer, default 1): observation domain ID. In replicated
-//!   mode replica *i* uses `DOMAIN + i`, so that every replica has its own
-//!   sequence numbers.
+//! - `DOMAIN` (integer, default 1): observation domain ID. Exporters with
+//!   the same COLLECTOR, FILENAME and DOMAIN in one process (the replicas of
+//!   `--replicate`, or several elements) share one socket, file, pacer and
+//!   sequence-number space, so the collector sees one exporter.
 //! - `ENTERPRISE` (integer, default 32473): private enterprise number of
 //!   linerate's own information elements. 32473 is IANA's number for
 //!   documentation (RFC 5612); set your organisation's number when you have
@@ -82,7 +83,8 @@
 //! - `bytes` (read): bytes of those messages.
 //! - `dropped` (read): datagrams that failed to send.
 //! - `ignored` (read): input packets that were not flow records.
-//! - `sequence` (read): the next message's sequence number.
+//! - `sequence` (read): the next message's sequence number (shared with
+//!   the other exporters of the domain).
 //!
 //! # Example
 //! ```click
@@ -374,8 +376,6 @@ struct IpfixExport {
     ignored_in: u64,
     /// Last value read from the IGNORED handler.
     ignored_meter: u64,
-    /// Data records sent in earlier messages (the next sequence number).
-    seq: u64,
     records: u64,
     not_sent: u64,
     clock_ns: u64,
@@ -387,7 +387,7 @@ struct IpfixExport {
 
 fn make(ctx: &ConfigureCtx<'_>) -> Result<Box<dyn Element>, Vec<String>> {
     let mut a = linerate_args::Args::new(&ctx.args);
-    let common = CommonArgs::read(&mut a, ctx);
+    let common = CommonArgs::read(&mut a);
     let pen: u32 = a.read_or("ENTERPRISE", DEFAULT_PEN);
     let ignored: Option<linerate_args::Raw> = a.read("IGNORED");
     if pen == 0 || pen == REVERSE_PEN {
@@ -404,7 +404,7 @@ fn make(ctx: &ConfigureCtx<'_>) -> Result<Box<dyn Element>, Vec<String>> {
         })
         .collect();
     Ok(Box::new(IpfixExport {
-        tx: Transport::new(&common),
+        tx: Transport::new("ipfix", &common),
         msg: MsgBuf::new(common.mtu, HEADER_LEN, false),
         templates,
         pen,
@@ -417,7 +417,6 @@ fn make(ctx: &ConfigureCtx<'_>) -> Result<Box<dyn Element>, Vec<String>> {
         ignored_handler: ignored.map(|r| r.0),
         ignored_in: 0,
         ignored_meter: 0,
-        seq: 0,
         records: 0,
         not_sent: 0,
         clock_ns: 0,
@@ -452,21 +451,24 @@ impl IpfixExport {
             return;
         }
         self.msg.finish();
-        let len = self.msg.buf.len() as u16;
-        Repr {
-            length: len,
-            export_time: (self.clock_ns / 1_000_000_000) as u32,
-            sequence: self.seq as u32,
-            domain_id: self.domain,
-        }
-        .emit(&mut IpfixPacket::new_unchecked(&mut self.msg.buf[..]))
-        .expect("header room reserved");
+        let length = self.msg.buf.len() as u16;
+        let export_time = (self.clock_ns / 1_000_000_000) as u32;
+        let (domain_id, records) = (self.domain, self.msg.data_records);
         let dropped = self.tx.dropped;
-        self.tx.send(&self.msg.buf);
+        self.tx.send(&mut self.msg.buf, |b, seq| {
+            Repr {
+                length,
+                export_time,
+                sequence: seq as u32,
+                domain_id,
+            }
+            .emit(&mut IpfixPacket::new_unchecked(b))
+            .expect("header room reserved");
+            u64::from(records)
+        });
         if self.tx.dropped != dropped {
-            self.not_sent += u64::from(self.msg.data_records);
+            self.not_sent += u64::from(records);
         }
-        self.seq += u64::from(self.msg.data_records);
         self.msg.reset();
     }
 
@@ -619,7 +621,7 @@ impl Element for IpfixExport {
             "bytes" => self.tx.bytes.to_string(),
             "dropped" => self.tx.dropped.to_string(),
             "ignored" => self.ignored_in.to_string(),
-            "sequence" => ((self.seq + u64::from(self.msg.data_records)) as u32).to_string(),
+            "sequence" => (self.tx.seq() as u32).to_string(),
             _ => return None,
         })
     }
@@ -636,7 +638,7 @@ impl Element for IpfixExport {
         vec![
             ("not a flow record", self.ignored_in),
             ("datagrams not sent", self.tx.dropped),
-            ("file write errors", self.tx.file_errors),
+            ("file write errors", self.tx.file_errors()),
         ]
     }
 

@@ -17,9 +17,10 @@
 //! - `MTU` (integer, default 1400), `PACE` (integer, default 0),
 //!   `TEMPLATE_INTERVAL` (time, default 10s), `TEMPLATE_PACKETS` (integer,
 //!   default 64), `FLUSH_INTERVAL` (time,
-//!   default 1s), `DOMAIN` (integer, default 1: the source ID, plus the
-//!   replica index in replicated mode), `IMPL` (`fast` or `reference`): as
-//!   for `IPFIXExport`.
+//!   default 1s), `DOMAIN` (integer, default 1: the source ID; exporters
+//!   with the same destination and DOMAIN in one process, such as the
+//!   replicas of `--replicate`, share one socket, sequence-number space and
+//!   boot time), `IMPL` (`fast` or `reference`): as for `IPFIXExport`.
 //!
 //! # Templates
 //! 256 (IPv4) and 257 (IPv6): IPV4_SRC_ADDR (8) and IPV4_DST_ADDR (12), or
@@ -225,7 +226,6 @@ struct V9Export {
     template_at_msg: u64,
     flush_ns: u64,
     ignored_in: u64,
-    seq: u32,
     records: u64,
     packets: u64,
     octets: u64,
@@ -239,12 +239,12 @@ struct V9Export {
 
 fn make(ctx: &ConfigureCtx<'_>) -> Result<Box<dyn Element>, Vec<String>> {
     let mut a = linerate_args::Args::new(&ctx.args);
-    let common = CommonArgs::read(&mut a, ctx);
+    let common = CommonArgs::read(&mut a);
     a.complete().map_err(|e| e.0)?;
     let fields = [flow_fields(false), flow_fields(true)];
     let lens = [0, 1].map(|i| fields[i].iter().map(|f| usize::from(f.1)).sum());
     Ok(Box::new(V9Export {
-        tx: Transport::new(&common),
+        tx: Transport::new("v9", &common),
         msg: MsgBuf::new(common.mtu, HEADER_LEN, true),
         fields,
         lens,
@@ -255,7 +255,6 @@ fn make(ctx: &ConfigureCtx<'_>) -> Result<Box<dyn Element>, Vec<String>> {
         template_at_msg: 0,
         flush_ns: common.flush_ns,
         ignored_in: 0,
-        seq: 0,
         records: 0,
         packets: 0,
         octets: 0,
@@ -284,17 +283,19 @@ impl V9Export {
         self.msg.finish();
         let boot = self.boot_ms.unwrap_or(0);
         let secs = (self.clock_ns / 1_000_000_000).max(boot.div_ceil(1000));
-        Repr {
-            count: self.msg.all_records as u16,
-            sys_uptime: (secs * 1000 - boot) as u32,
-            unix_secs: secs as u32,
-            sequence: self.seq,
-            source_id: self.domain,
-        }
-        .emit(&mut V9Packet::new_unchecked(&mut self.msg.buf[..]))
-        .expect("header room reserved");
-        self.tx.send(&self.msg.buf);
-        self.seq = self.seq.wrapping_add(1);
+        let (count, source_id) = (self.msg.all_records as u16, self.domain);
+        self.tx.send(&mut self.msg.buf, |b, seq| {
+            Repr {
+                count,
+                sys_uptime: (secs * 1000 - boot) as u32,
+                unix_secs: secs as u32,
+                sequence: seq as u32,
+                source_id,
+            }
+            .emit(&mut V9Packet::new_unchecked(b))
+            .expect("header room reserved");
+            1
+        });
         self.msg.reset();
     }
 
@@ -359,7 +360,8 @@ impl V9Export {
         self.clock_ns = self.clock_ns.max(r.fwd.last_ns).max(r.rev.last_ns);
         if self.boot_ms.is_none() {
             let first = r.fwd.first_ns / 1_000_000;
-            self.boot_ms = Some((first / 1000 * 1000).saturating_sub(BOOT_MARGIN_MS));
+            let proposal = (first / 1000 * 1000).saturating_sub(BOOT_MARGIN_MS);
+            self.boot_ms = Some(self.tx.boot_ms(proposal));
         }
         let due_msgs =
             self.template_msgs > 0 && self.tx.messages >= self.template_at_msg + self.template_msgs;
@@ -439,7 +441,7 @@ impl Element for V9Export {
             "bytes" => self.tx.bytes.to_string(),
             "dropped" => self.tx.dropped.to_string(),
             "ignored" => self.ignored_in.to_string(),
-            "sequence" => self.seq.to_string(),
+            "sequence" => (self.tx.seq() as u32).to_string(),
             _ => return None,
         })
     }
@@ -456,7 +458,7 @@ impl Element for V9Export {
         vec![
             ("not a flow record", self.ignored_in),
             ("datagrams not sent", self.tx.dropped),
-            ("file write errors", self.tx.file_errors),
+            ("file write errors", self.tx.file_errors()),
         ]
     }
 

@@ -123,7 +123,7 @@ fn packet(c: &mut Conn, rng: &mut Rng, f: &mut Vec<u8>) -> usize {
                 1 => (false, 0x12, 0),
                 2 => (true, 0x10, 0),
                 _ if last2 => (i + 2 == c.total, 0x11, 0),
-                _ if i % 2 == 1 => {
+                _ if !i.is_multiple_of(2) => {
                     let size = if rng.below(10) < 4 {
                         1460
                     } else {
@@ -148,7 +148,7 @@ fn packet(c: &mut Conn, rng: &mut Rng, f: &mut Vec<u8>) -> usize {
             (dir, 6, h)
         }
         Kind::Udp => {
-            let dir = i % 2 == 0;
+            let dir = i.is_multiple_of(2);
             let size = rng.below(1240) as usize + 32;
             let (s, d) = if dir {
                 (c.cport, c.sport)
@@ -162,7 +162,7 @@ fn packet(c: &mut Conn, rng: &mut Rng, f: &mut Vec<u8>) -> usize {
             (dir, 17, h)
         }
         Kind::Icmp => {
-            let dir = i % 2 == 0;
+            let dir = i.is_multiple_of(2);
             let mut h = vec![0u8; 64];
             h[0] = match (c.v6, dir) {
                 (false, true) => 8,

@@ -6,7 +6,9 @@
 #   - linerate --replicate -j 2 (two cores, RSS by flow hash),
 #   - softflowd -r FILE -n 127.0.0.1:PORT -v 10 (IPFIX), when installed,
 # on a synthetic internet-like trace (bench/src/bin/inettrace.rs, 2 M
-# packets, 1.2 GB; kept in $CARGO_TARGET_DIR) and the two shared traces.
+# packets, 0.9 GB; kept in $CARGO_TARGET_DIR) and the two shared traces.
+# Throughput is reported from wall time and from CPU time (user + system):
+# on a shared, loaded machine the CPU figure is the per-core rate.
 #
 #   bench/flowmon.sh            [RUNS=7] [PACKETS=2000000] [TABLE=1MB]
 #
@@ -30,47 +32,50 @@ traces=("$inet" ../shared/traces/pathspider-real-lan2012.pcap ../shared/traces/n
 port=$((30000 + RANDOM % 20000))
 python3 -c "import socket,time; s=socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(('127.0.0.1', $port)); time.sleep(86400)" &
 sink=$!
-trap 'kill $sink 2>/dev/null || true' EXIT
+trap 'kill $sink 2>/dev/null || true; rm -f "$tmpf"' EXIT
 sleep 0.3
 
 # Warm the page cache.
 cat "${traces[@]}" >/dev/null
 
 median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
-# secs CMD...: wall seconds of one run (output discarded).
+# secs CMD...: "wall cpu" seconds of one run (cpu = user + system, all
+# threads; output discarded). On a loaded machine wall time measures the
+# scheduler, so the table shows both.
 secs() {
-  local t0 t1
-  t0=$(date +%s.%N)
-  "$@" >/dev/null 2>&1
-  t1=$(date +%s.%N)
-  echo "$t1 - $t0" | bc -l
+  /usr/bin/time -f "%e %U %S" -o "$tmpf" "$@" >/dev/null 2>&1
+  awk '{ printf "%s %.3f\n", $1, $2 + $3 }' "$tmpf"
+}
+tmpf=$(mktemp)
+# stats: "median-wall median-cpu" of the "wall cpu" lines on stdin.
+stats() {
+  local all
+  all=$(cat)
+  echo "$(cut -d' ' -f1 <<<"$all" | median) $(cut -d' ' -f2 <<<"$all" | median)"
 }
 
 echo "machine: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs); load: $(cut -d' ' -f1-3 /proc/loadavg)"
-printf '| trace | packets | flows (records) | pkts/microflow | linerate 1 core | linerate 2 cores (RSS) | softflowd | 1 core / softflowd | 2 cores / 1 core |\n'
-printf '| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n'
+echo "Mpps = trace packets / median time; wall and CPU (user+system) seconds, median of $RUNS runs."
+printf '| trace | packets | records | pkts/microflow | linerate 1 core: wall / CPU | 2 cores (RSS): wall / CPU | softflowd: wall / CPU | 1 core / softflowd (CPU) | 2 cores / 1 core (wall) |\n'
+printf '| --- | ---: | ---: | ---: | --- | --- | --- | ---: | ---: |\n'
 for t in "${traces[@]}"; do
   flowmon=(nfs/flowmon.click INPUT="$t" COLLECTOR="127.0.0.1:$port" PACE=0 TABLE="$TABLE")
   info=$("$lr" run --no-summary "${flowmon[@]}" -h src.count -h export.records \
     -h fast.packets_per_microflow -h export.dropped 2>&1)
   val() { awk -v h="$1:" '$0 == h { getline; print; exit }' <<<"$info"; }
   pk=$(val src.count)
-  one=$(for _ in $(seq "$RUNS"); do secs "$lr" run --no-summary "${flowmon[@]}"; done | median)
-  two=$(for _ in $(seq "$RUNS"); do secs "$lr" run --no-summary --replicate -j 2 "${flowmon[@]}"; done | median)
-  if command -v softflowd >/dev/null; then
-    sf=$(for _ in $(seq "$RUNS"); do secs softflowd -r "$t" -n "127.0.0.1:$port" -v 10 -d; done | median)
-  else
-    sf=""
-  fi
+  read -r w1 c1 < <(for _ in $(seq "$RUNS"); do secs "$lr" run --no-summary "${flowmon[@]}"; done | stats)
+  read -r w2 c2 < <(for _ in $(seq "$RUNS"); do secs "$lr" run --no-summary --replicate -j 2 "${flowmon[@]}"; done | stats)
   mpps() { echo "scale=2; $pk / $1 / 1000000" | bc -l; }
   sfcol="n/a"; ratio="n/a"
-  if [ -n "$sf" ]; then
-    sfcol="$(mpps "$sf") Mpps (${sf%????} s)"
-    ratio="$(echo "scale=1; $sf / $one" | bc -l)x"
+  if command -v softflowd >/dev/null; then
+    read -r ws cs < <(for _ in $(seq "$RUNS"); do secs softflowd -r "$t" -n "127.0.0.1:$port" -v 10 -d; done | stats)
+    sfcol="$(mpps "$ws") / $(mpps "$cs") Mpps"
+    ratio="$(echo "scale=1; $cs / $c1" | bc -l)x"
   fi
-  printf '| %s | %s | %s | %s | %s Mpps (%s s) | %s Mpps (%s s) | %s | %s | %sx |\n' \
+  printf '| %s | %s | %s | %s | %s / %s Mpps | %s / %s Mpps | %s | %s | %sx |\n' \
     "$(basename "$t")" "$pk" "$(val export.records)" "$(val fast.packets_per_microflow)" \
-    "$(mpps "$one")" "${one%????}" "$(mpps "$two")" "${two%????}" "$sfcol" "$ratio" \
-    "$(echo "scale=2; $one / $two" | bc -l)"
+    "$(mpps "$w1")" "$(mpps "$c1")" "$(mpps "$w2")" "$(mpps "$c2")" "$sfcol" "$ratio" \
+    "$(echo "scale=2; $w1 / $w2" | bc -l)"
 done
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -191,7 +191,7 @@ pub(crate) struct Pkt {
 /// Read the flow key and per-packet features; `None` for packets the table
 /// ignores (no key, non-first fragment, transport header missing or too
 /// short for the key).
-#[inline]
+#[inline(always)]
 pub(crate) fn parse(p: &Packet) -> Option<Pkt> {
     let key = FlowKey::from_packet(p)?;
     let ip = p.network_header()?;

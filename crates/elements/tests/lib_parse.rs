@@ -84,7 +84,8 @@ fn literal_frames_get_the_contract_annotations() {
     let k = FlowKey::from_packet(p[0]).unwrap();
     assert_eq!(k.src, map_v4([10, 0, 0, 1]));
     assert_eq!((k.sport, k.dport, k.proto, k.version), (1234, 80, 17, 4));
-    let want = linerate_wire::l4::flow_hash(0x0a00_0001_0a00_0002, 1234, 80, 17, 4);
+    let a = linerate_wire::l4::addr_word_v4([10, 0, 0, 1], [10, 0, 0, 2]);
+    let want = linerate_wire::l4::flow_hash(a, 1234, 80, 17, 4);
     assert_eq!(p[0].anno().flow_hash, want);
     // QinQ IPv6 with Hop-by-Hop, TCP.
     assert_eq!(p[1].network_header_offset(), Some(22));
@@ -275,7 +276,7 @@ fn random_frame(r: &mut Rng) -> Vec<u8> {
         }
     }
     if r.below(3) == 0 {
-        f.extend(std::iter::repeat(0).take(r.below(8) as usize));
+        f.resize(f.len() + r.below(8) as usize, 0);
     }
     match r.below(6) {
         0 if !f.is_empty() => {

@@ -20,6 +20,7 @@
 //! preamble, gap or FCS). The speed-up column divides the reference
 //! implementation's cost by the element's.
 
+mod encap;
 mod parse;
 mod standard;
 pub mod traffic;
@@ -94,6 +95,7 @@ pub fn all_cases(dir: &Path) -> Vec<Case> {
     let mut v = Vec::new();
     v.extend(standard::cases(dir));
     v.extend(parse::cases(dir));
+    v.extend(encap::cases(dir));
     v
 }
 

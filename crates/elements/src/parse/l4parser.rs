@@ -214,9 +214,9 @@ impl L4Parser {
             let (fast, by_reason) = (self.fast, &mut self.by_reason);
             partition(&mut batch, |p| {
                 let r = if fast {
-                    l4::parse(p.data()).map(|r| annotate(p, &r))
+                    annotate_fast(p)
                 } else {
-                    parse_reference(p.data()).map(|r| annotate_reference(p, r))
+                    annotate_slow(p)
                 };
                 if let Err(r) = r {
                     by_reason[r as usize] += 1;
@@ -257,6 +257,18 @@ impl L4Parser {
     fn drops_total(&self) -> u64 {
         self.by_reason.iter().sum()
     }
+}
+
+/// Parses `p` with the fast parser and writes the contract's annotations
+/// (nothing is written on error).
+#[inline(always)]
+pub(crate) fn annotate_fast(p: &mut Packet) -> Result<(), Reason> {
+    l4::parse(p.data()).map(|r| annotate(p, &r))
+}
+
+/// Parses `p` with the reference parser and writes the annotations.
+pub(crate) fn annotate_slow(p: &mut Packet) -> Result<(), Reason> {
+    parse_reference(p.data()).map(|r| annotate_reference(p, r))
 }
 
 /// Writes the contract's annotations from the fast parser's result.

@@ -20,6 +20,8 @@
 //! preamble, gap or FCS). The speed-up column divides the reference
 //! implementation's cost by the element's.
 
+mod encap;
+mod parse;
 mod flow;
 mod standard;
 pub mod traffic;
@@ -93,6 +95,8 @@ impl Case {
 pub fn all_cases(dir: &Path) -> Vec<Case> {
     let mut v = Vec::new();
     v.extend(standard::cases(dir));
+    v.extend(parse::cases(dir));
+    v.extend(encap::cases(dir));
     v.extend(flow::cases(dir));
     v
 }

@@ -15,11 +15,13 @@ macro_rules! element_doc {
 
 pub mod analysis;
 pub mod classification;
+pub mod encap;
 pub mod ethernet;
 pub mod flow;
 pub mod ip;
 pub mod iproute;
 pub mod model;
+pub mod parse;
 pub mod standard;
 pub mod tcpudp;
 pub mod threads;
@@ -46,6 +48,8 @@ pub fn classes() -> Vec<ElementClass> {
     v.extend_from_slice(userlevel::CLASSES);
     v.extend_from_slice(iproute::CLASSES);
     v.extend_from_slice(tcpudp::CLASSES);
+    v.extend_from_slice(parse::CLASSES);
+    v.extend_from_slice(encap::CLASSES);
     v
 }
 

@@ -1,0 +1,530 @@
+//! A one-pass frame parser: Ethernet, up to two VLAN tags, IPv4 or IPv6
+//! (with extension headers), and the transport header's position, plus the
+//! flow hash of the 5-tuple.
+//!
+//! [`parse`] is the hot-path function behind the `L4Parser` element: it
+//! reads each byte it needs once, allocates nothing, builds no views and
+//! returns plain offsets ([`Parsed`]) or the first reason the frame cannot
+//! be parsed ([`Reason`]). The rules, which the element's reference
+//! implementation re-states with this crate's views:
+//!
+//! - Ethernet (14 bytes), then at most two tags with TPID `0x8100` or
+//!   `0x88a8` (4 bytes each); a third tag or any EtherType other than IPv4
+//!   (`0x0800`) or IPv6 (`0x86dd`) is [`Reason::NotIp`]. The outer tag's TCI
+//!   is reported (0 without a tag).
+//! - IPv4: fewer than 20 bytes is [`Reason::Truncated`]; a version other
+//!   than 4 is [`Reason::BadVersion`]; IHL below 5 is
+//!   [`Reason::BadHeaderLength`]; a header (options) beyond the frame is
+//!   [`Reason::Truncated`]; a total length below the header length or beyond
+//!   the frame is [`Reason::BadLength`] (bytes after the total length are
+//!   link padding and allowed).
+//! - IPv6: fewer than 40 bytes is [`Reason::Truncated`], a version other
+//!   than 6 [`Reason::BadVersion`], a payload beyond the frame
+//!   [`Reason::BadLength`]. Extension headers (Hop-by-Hop, Routing,
+//!   Fragment, Destination Options, AH) are stepped over inside the payload
+//!   as [`crate::ipv6ext::walk`] does: at most
+//!   [`MAX_HEADERS`](crate::ipv6ext::MAX_HEADERS), Hop-by-Hop only first,
+//!   each wholly inside the payload, or [`Reason::BadExtension`]. The walk
+//!   stops at ESP, No Next Header, any other protocol, or after a Fragment
+//!   header with a non-zero offset.
+//! - The transport protocol is the IPv4 protocol or the last next-header.
+//!   Its header is reported when the packet is not a non-first fragment,
+//!   the protocol is TCP (20 bytes), UDP (8), ICMP (8), ICMPv6 (8) or SCTP
+//!   (12), and that many bytes lie inside the IP packet; otherwise
+//!   [`Parsed::transport`] is [`NO_TRANSPORT`].
+//! - The flow hash is [`flow_hash`] of the 5-tuple as
+//!   `FlowKey::from_packet` (linerate-runtime) reads it back: ports from
+//!   the transport header (ICMP: type and code as the destination port,
+//!   the echo identifier as the source port), 0 without one; the protocol
+//!   is the IPv6 next-header field when the walk ends in protocol 0 (as
+//!   `FlowKey` reads an `L4_PROTO` of 0).
+
+use crate::bytes::read_u16;
+
+/// [`Parsed::transport`] when there is no transport header to read.
+pub const NO_TRANSPORT: u16 = 0xffff;
+
+/// Why a frame could not be parsed. The discriminants index
+/// [`Reason::ALL`] and the element's counters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum Reason {
+    /// Shorter than the Ethernet header, a VLAN tag or the fixed IP header,
+    /// or an IPv4 header whose options run past the frame.
+    Truncated = 0,
+    /// An EtherType other than IPv4 or IPv6 (after at most two tags).
+    NotIp = 1,
+    /// The IP version does not match the EtherType.
+    BadVersion = 2,
+    /// IPv4 IHL below 5.
+    BadHeaderLength = 3,
+    /// IPv4 total length below the header length or beyond the frame; IPv6
+    /// payload beyond the frame.
+    BadLength = 4,
+    /// An IPv6 extension header chain that leaves the payload, repeats
+    /// Hop-by-Hop or is longer than `ipv6ext::MAX_HEADERS`.
+    BadExtension = 5,
+}
+
+impl Reason {
+    /// Every reason, by discriminant.
+    pub const ALL: [Reason; 6] = [
+        Reason::Truncated,
+        Reason::NotIp,
+        Reason::BadVersion,
+        Reason::BadHeaderLength,
+        Reason::BadLength,
+        Reason::BadExtension,
+    ];
+
+    /// A short name (handler name style).
+    pub fn name(self) -> &'static str {
+        match self {
+            Reason::Truncated => "truncated",
+            Reason::NotIp => "not_ip",
+            Reason::BadVersion => "bad_version",
+            Reason::BadHeaderLength => "bad_header_length",
+            Reason::BadLength => "bad_length",
+            Reason::BadExtension => "bad_extension",
+        }
+    }
+}
+
+/// What [`parse`] found in a frame. Offsets are from the frame start.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Parsed {
+    /// Offset of the IPv4 or IPv6 header.
+    pub network: u16,
+    /// Offset of the transport header, or [`NO_TRANSPORT`].
+    pub transport: u16,
+    /// Transport protocol number (IPv4 protocol or last IPv6 next-header).
+    pub proto: u8,
+    /// IP version, 4 or 6.
+    pub version: u8,
+    /// The outer VLAN tag's TCI, 0 without a tag.
+    pub vlan_tci: u16,
+    /// [`flow_hash`] of the 5-tuple; never 0.
+    pub hash: u32,
+}
+
+/// Minimum transport header length by protocol number, 0 for protocols
+/// whose header is not reported.
+static L4_MIN: [u8; 256] = {
+    let mut t = [0u8; 256];
+    t[1] = 8; // ICMP
+    t[6] = 20; // TCP
+    t[17] = 8; // UDP
+    t[58] = 8; // ICMPv6
+    t[132] = 12; // SCTP
+    t
+};
+
+/// Extension header kinds the IPv6 walk steps over, as a bit set over the
+/// protocol numbers 0..64.
+const EXT_BITS: u64 = 1 << 0 | 1 << 43 | 1 << 44 | 1 << 51 | 1 << 60;
+
+#[inline(always)]
+fn is_ext(nh: u8) -> bool {
+    nh < 64 && (EXT_BITS >> nh) & 1 != 0
+}
+
+#[inline(always)]
+fn le64(b: &[u8], at: usize) -> u64 {
+    let mut w = [0u8; 8];
+    w.copy_from_slice(&b[at..at + 8]);
+    u64::from_le_bytes(w)
+}
+
+#[inline(always)]
+fn le32(b: &[u8], at: usize) -> u32 {
+    let mut w = [0u8; 4];
+    w.copy_from_slice(&b[at..at + 4]);
+    u32::from_le_bytes(w)
+}
+
+/// Folds two 16-byte addresses into the 64-bit word [`flow_hash`] takes:
+/// the four 8-byte halves read little-endian, rotated by 0, 13, 29 and 43
+/// bits and XORed.
+#[inline(always)]
+pub fn addr_word_v6(src: &[u8; 16], dst: &[u8; 16]) -> u64 {
+    fold_v6(le64(src, 0), le64(src, 8), le64(dst, 0), le64(dst, 8))
+}
+
+#[inline(always)]
+fn fold_v6(s0: u64, s1: u64, d0: u64, d1: u64) -> u64 {
+    s0 ^ s1.rotate_left(13) ^ d0.rotate_left(29) ^ d1.rotate_left(43)
+}
+
+/// The address word of an IPv4 pair: the 8 bytes `src, dst` read
+/// little-endian (so it is one load from the header).
+#[inline(always)]
+pub fn addr_word_v4(src: [u8; 4], dst: [u8; 4]) -> u64 {
+    u64::from_le_bytes([
+        src[0], src[1], src[2], src[3], dst[0], dst[1], dst[2], dst[3],
+    ])
+}
+
+/// The ports word: the wire bytes of `sport, dport` read little-endian
+/// (one load from a TCP, UDP or SCTP header).
+#[inline(always)]
+fn ports_word(sport: u16, dport: u16) -> u32 {
+    let (s, d) = (sport.to_be_bytes(), dport.to_be_bytes());
+    u32::from_le_bytes([s[0], s[1], d[0], d[1]])
+}
+
+/// The flow hash of a 5-tuple: `addrs` from [`addr_word_v4`] or
+/// [`addr_word_v6`], ports and protocol as `FlowKey` holds them. Two
+/// multiply-xorshift rounds over the address word and a word of ports,
+/// protocol and version; the result is never 0 (0 becomes 1), since 0
+/// means "not computed".
+#[inline(always)]
+pub fn flow_hash(addrs: u64, sport: u16, dport: u16, proto: u8, version: u8) -> u32 {
+    hash_words(addrs, ports_word(sport, dport), proto, version)
+}
+
+#[inline(always)]
+fn hash_words(addrs: u64, ports: u32, proto: u8, version: u8) -> u32 {
+    let b = u64::from(ports) << 32 | u64::from(proto) << 8 | u64::from(version);
+    let mut h = addrs.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ b;
+    h = (h ^ (h >> 29)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    h ^= h >> 32;
+    (h as u32).max(1)
+}
+
+/// The ports word of the 5-tuple from a transport header `l4` (at least
+/// the protocol's minimum length), as `FlowKey::from_packet` reads it:
+/// for ICMP and ICMPv6 the echo identifier and `type << 8 | code`.
+#[inline(always)]
+fn ports(l4: &[u8], proto: u8) -> u32 {
+    if proto == 1 || proto == 58 {
+        icmp_ports(l4, proto)
+    } else {
+        le32(l4, 0)
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn icmp_ports(l4: &[u8], proto: u8) -> u32 {
+    let echo = matches!((proto, l4[0]), (1, 0 | 8) | (58, 128 | 129));
+    let id = if echo { read_u16(&l4[4..6]) } else { 0 };
+    ports_word(id, read_u16(&l4[0..2]))
+}
+
+/// Parses `frame` (starting with the Ethernet header); see the module
+/// documentation for the rules. Never panics, never allocates.
+#[inline]
+pub fn parse(frame: &[u8]) -> Result<Parsed, Reason> {
+    let n = frame.len();
+    if n < 14 {
+        return Err(Reason::Truncated);
+    }
+    let mut et = read_u16(&frame[12..14]);
+    let mut off = 14usize;
+    let mut tci = 0u16;
+    if et == 0x8100 || et == 0x88a8 {
+        if n < 18 {
+            return Err(Reason::Truncated);
+        }
+        tci = read_u16(&frame[14..16]);
+        et = read_u16(&frame[16..18]);
+        off = 18;
+        if et == 0x8100 || et == 0x88a8 {
+            if n < 22 {
+                return Err(Reason::Truncated);
+            }
+            et = read_u16(&frame[20..22]);
+            off = 22;
+        }
+    }
+    let ip = &frame[off..];
+    match et {
+        0x0800 => parse_v4(ip, off, tci),
+        0x86dd => parse_v6(ip, off, tci),
+        _ => Err(Reason::NotIp),
+    }
+}
+
+#[inline(always)]
+fn parse_v4(ip: &[u8], off: usize, tci: u16) -> Result<Parsed, Reason> {
+    if ip.len() < 20 {
+        return Err(Reason::Truncated);
+    }
+    let h: &[u8; 20] = ip[..20].try_into().map_err(|_| Reason::Truncated)?;
+    if h[0] >> 4 != 4 {
+        return Err(Reason::BadVersion);
+    }
+    let hl = usize::from(h[0] & 15) * 4;
+    if hl < 20 {
+        return Err(Reason::BadHeaderLength);
+    }
+    if hl > ip.len() {
+        return Err(Reason::Truncated);
+    }
+    let total = usize::from(read_u16(&h[2..4]));
+    if total < hl || total > ip.len() {
+        return Err(Reason::BadLength);
+    }
+    let proto = h[9];
+    let first = read_u16(&h[6..8]) & 0x1fff == 0;
+    let addrs = le64(h, 12);
+    let min = usize::from(L4_MIN[usize::from(proto)]);
+    let (transport, pw) = if first && min != 0 && hl + min <= total {
+        ((off + hl) as u16, ports(&ip[hl..total], proto))
+    } else {
+        (NO_TRANSPORT, 0)
+    };
+    Ok(Parsed {
+        network: off as u16,
+        transport,
+        proto,
+        version: 4,
+        vlan_tci: tci,
+        hash: hash_words(addrs, pw, proto, 4),
+    })
+}
+
+#[inline(always)]
+fn parse_v6(ip: &[u8], off: usize, tci: u16) -> Result<Parsed, Reason> {
+    if ip.len() < 40 {
+        return Err(Reason::Truncated);
+    }
+    let h: &[u8; 40] = ip[..40].try_into().map_err(|_| Reason::Truncated)?;
+    if h[0] >> 4 != 6 {
+        return Err(Reason::BadVersion);
+    }
+    let end = 40 + usize::from(read_u16(&h[4..6]));
+    if end > ip.len() {
+        return Err(Reason::BadLength);
+    }
+    let addrs = fold_v6(le64(h, 8), le64(h, 16), le64(h, 24), le64(h, 32));
+    let (nh, pos, first) = if is_ext(h[6]) {
+        walk_ext(ip, end, h[6])?
+    } else {
+        (h[6], 40, true)
+    };
+    let min = usize::from(L4_MIN[usize::from(nh)]);
+    let (transport, pw) = if first && min != 0 && pos + min <= end {
+        ((off + pos) as u16, ports(&ip[pos..end], nh))
+    } else {
+        (NO_TRANSPORT, 0)
+    };
+    Ok(Parsed {
+        network: off as u16,
+        transport,
+        proto: nh,
+        version: 6,
+        vlan_tci: tci,
+        // The key's protocol: `FlowKey::from_packet` falls back to the IPv6
+        // next-header field when the protocol found is 0 (a non-first
+        // fragment whose next header is Hop-by-Hop).
+        hash: hash_words(addrs, pw, if nh == 0 { h[6] } else { nh }, 6),
+    })
+}
+
+/// Steps over the extension headers of an IPv6 packet `ip` whose payload
+/// ends at `end`, from next-header `nh` (an extension). Returns the
+/// protocol reached, its offset in `ip`, and false after a non-first
+/// Fragment header. Out of line: most packets have no extension header.
+#[inline(never)]
+fn walk_ext(ip: &[u8], end: usize, mut nh: u8) -> Result<(u8, usize, bool), Reason> {
+    let mut pos = 40usize;
+    let mut count = 0usize;
+    while is_ext(nh) {
+        if count == crate::ipv6ext::MAX_HEADERS || (nh == 0 && count != 0) || pos + 8 > end {
+            return Err(Reason::BadExtension);
+        }
+        let len_byte = usize::from(ip[pos + 1]);
+        let len = match nh {
+            44 => 8,
+            51 => (len_byte + 2) * 4,
+            _ => (len_byte + 1) * 8,
+        };
+        if pos + len > end {
+            return Err(Reason::BadExtension);
+        }
+        count += 1;
+        let next = ip[pos];
+        let stop = nh == 44 && read_u16(&ip[pos + 2..pos + 4]) & !7 != 0;
+        nh = next;
+        pos += len;
+        if stop {
+            return Ok((nh, pos, false));
+        }
+    }
+    Ok((nh, pos, true))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn eth(et: u16) -> Vec<u8> {
+        let mut f = vec![0u8; 12];
+        f[0..6].copy_from_slice(&[0, 1, 2, 3, 4, 5]);
+        f[6..12].copy_from_slice(&[6, 7, 8, 9, 10, 11]);
+        f.extend_from_slice(&et.to_be_bytes());
+        f
+    }
+
+    /// Ethernet/IPv4/UDP 10.0.0.1:1024 -> 10.0.0.2:53, 4 payload bytes.
+    fn v4_udp() -> Vec<u8> {
+        let mut f = eth(0x0800);
+        f.extend_from_slice(&[
+            0x45, 0, 0, 32, 0, 1, 0, 0, 64, 17, 0, 0, 10, 0, 0, 1, 10, 0, 0, 2, // IPv4
+            0x04, 0x00, 0x00, 0x35, 0, 12, 0, 0, // UDP
+            1, 2, 3, 4,
+        ]);
+        f
+    }
+
+    #[test]
+    fn ipv4_udp() {
+        let p = parse(&v4_udp()).unwrap();
+        assert_eq!(
+            (p.network, p.transport, p.proto, p.version, p.vlan_tci),
+            (14, 34, 17, 4, 0)
+        );
+        let a = addr_word_v4([10, 0, 0, 1], [10, 0, 0, 2]);
+        assert_eq!(p.hash, flow_hash(a, 1024, 53, 17, 4));
+        assert_ne!(p.hash, 0);
+    }
+
+    #[test]
+    fn two_vlan_tags_and_padding() {
+        let f = v4_udp();
+        let mut g = f[..12].to_vec();
+        g.extend_from_slice(&[0x88, 0xa8, 0x20, 0x05, 0x81, 0x00, 0x00, 0x07]);
+        g.extend_from_slice(&f[12..]);
+        g.extend_from_slice(&[0; 6]); // link padding
+        let p = parse(&g).unwrap();
+        assert_eq!((p.network, p.transport, p.vlan_tci), (22, 42, 0x2005));
+        // A third tag is not IP.
+        let mut h = g[..12].to_vec();
+        h.extend_from_slice(&[0x81, 0x00, 0, 1]);
+        h.extend_from_slice(&g[12..]);
+        assert_eq!(parse(&h), Err(Reason::NotIp));
+    }
+
+    #[test]
+    fn ipv4_errors_in_order() {
+        let f = v4_udp();
+        assert_eq!(parse(&f[..13]), Err(Reason::Truncated));
+        assert_eq!(parse(&f[..33]), Err(Reason::Truncated));
+        assert_eq!(parse(&eth(0x0806)), Err(Reason::NotIp));
+        let mut g = f.clone();
+        g[14] = 0x65;
+        assert_eq!(parse(&g), Err(Reason::BadVersion));
+        g[14] = 0x44;
+        assert_eq!(parse(&g), Err(Reason::BadHeaderLength));
+        g[14] = 0x4f; // 60-byte header in a 32-byte packet
+        assert_eq!(parse(&g), Err(Reason::Truncated));
+        g[14] = 0x45;
+        g[17] = 33; // total length past the frame
+        assert_eq!(parse(&g), Err(Reason::BadLength));
+        g[17] = 19;
+        assert_eq!(parse(&g), Err(Reason::BadLength));
+    }
+
+    #[test]
+    fn ipv4_fragments_and_short_transport() {
+        let mut f = v4_udp();
+        f[20] = 0x20; // MF, offset 0: first fragment keeps its header
+        assert_eq!(parse(&f).unwrap().transport, 34);
+        f[21] = 1; // offset 8: no transport header
+        let p = parse(&f).unwrap();
+        assert_eq!((p.transport, p.proto), (NO_TRANSPORT, 17));
+        assert_eq!(
+            p.hash,
+            flow_hash(addr_word_v4([10, 0, 0, 1], [10, 0, 0, 2]), 0, 0, 17, 4)
+        );
+        let mut g = v4_udp();
+        g[23] = 6; // TCP needs 20 bytes, the packet has 12
+        assert_eq!(parse(&g).unwrap().transport, NO_TRANSPORT);
+    }
+
+    #[test]
+    fn icmp_echo_ports() {
+        let mut f = eth(0x0800);
+        f.extend_from_slice(&[
+            0x45, 0, 0, 28, 0, 0, 0, 0, 64, 1, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2,
+        ]);
+        f.extend_from_slice(&[8, 0, 0xf7, 0xff, 0x12, 0x34, 0, 1]);
+        let p = parse(&f).unwrap();
+        let a = addr_word_v4([1, 1, 1, 1], [2, 2, 2, 2]);
+        assert_eq!(p.hash, flow_hash(a, 0x1234, 0x0800, 1, 4));
+    }
+
+    fn v6(next: u8, payload: &[u8]) -> Vec<u8> {
+        let mut f = eth(0x86dd);
+        let mut h = [0u8; 40];
+        h[0] = 0x60;
+        h[4..6].copy_from_slice(&(payload.len() as u16).to_be_bytes());
+        h[6] = next;
+        h[7] = 64;
+        h[8] = 0x20;
+        h[23] = 1;
+        h[24] = 0x20;
+        h[39] = 2;
+        f.extend_from_slice(&h);
+        f.extend_from_slice(payload);
+        f
+    }
+
+    #[test]
+    fn ipv6_extension_chain() {
+        let mut pl = vec![
+            60, 0, 1, 4, 0, 0, 0, 0, // hop-by-hop -> dest opts
+            43, 0, 1, 4, 0, 0, 0, 0, // dest opts -> routing
+            44, 0, 0, 0, 0, 0, 0, 0, // routing -> fragment
+            51, 0, 0, 1, 0, 0, 0, 1, // fragment (offset 0, M) -> AH
+            6, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, // AH (len 1: 12 bytes) -> TCP
+        ];
+        pl.extend_from_slice(&[0x00, 0x50, 0x1f, 0x90]);
+        pl.extend_from_slice(&[0; 16]);
+        let p = parse(&v6(0, &pl)).unwrap();
+        assert_eq!(
+            (p.network, p.transport, p.proto, p.version),
+            (14, 14 + 40 + 44, 6, 6)
+        );
+        let s: [u8; 16] = v6(0, &pl)[22..38].try_into().unwrap();
+        let d: [u8; 16] = v6(0, &pl)[38..54].try_into().unwrap();
+        assert_eq!(p.hash, flow_hash(addr_word_v6(&s, &d), 80, 8080, 6, 6));
+        // Non-first fragment: walk stops, no transport header.
+        pl[26] = 0;
+        pl[27] = 8;
+        let p = parse(&v6(0, &pl)).unwrap();
+        assert_eq!((p.transport, p.proto), (NO_TRANSPORT, 51));
+        // ESP stops the walk, no transport header.
+        let p = parse(&v6(50, &[0; 16])).unwrap();
+        assert_eq!((p.transport, p.proto), (NO_TRANSPORT, 50));
+        // Hop-by-hop not first.
+        assert_eq!(
+            parse(&v6(60, &[0, 0, 0, 0, 0, 0, 0, 0, 59, 0, 0, 0, 0, 0, 0, 0])),
+            Err(Reason::BadExtension)
+        );
+        // Chain past the payload.
+        assert_eq!(
+            parse(&v6(60, &[6, 1, 0, 0, 0, 0, 0, 0])),
+            Err(Reason::BadExtension)
+        );
+        // Payload past the frame; bad version.
+        let mut f = v6(17, &[0; 8]);
+        f[19] = 9;
+        assert_eq!(parse(&f), Err(Reason::BadLength));
+        f[14] = 0x40;
+        assert_eq!(parse(&f), Err(Reason::BadVersion));
+        assert_eq!(parse(&f[..53]), Err(Reason::Truncated));
+    }
+
+    #[test]
+    fn hash_is_never_zero() {
+        // Search a few thousand tuples; flow_hash maps any 0 to 1.
+        for i in 0..5000u64 {
+            assert_ne!(
+                flow_hash(i.wrapping_mul(0x1234_5678_9abc), i as u16, 0, 6, 4),
+                0
+            );
+        }
+    }
+}

@@ -21,8 +21,8 @@
 //! implementation's cost by the element's.
 
 mod encap;
-mod parse;
 mod flow;
+mod parse;
 mod standard;
 pub mod traffic;
 

@@ -65,7 +65,8 @@
 //! in a binary min-heap of (deadline, flow id) with lazy updates: a flow's
 //! entry is re-inserted with its current deadline only when the old one
 //! comes due, so a microflow costs a heap peek, not a scan. Each batch is
-//! processed in three passes: decode and hash every record and prefetch its
+//! processed in three passes (after prefetching every record's data):
+//! decode and hash every record and prefetch its
 //! home tag; probe the tags and prefetch the matching flow's lines (key and
 //! both directions, each on its own cache line); then merge in order. At the end of the run (`Element::flush`)
 //! every flow is exported in creation order (forced end), 256 per call.
@@ -700,6 +701,10 @@ impl Element for FlowAggregator {
             Table::Fast(f) => std::mem::take(&mut f.scratch),
             Table::Reference(_) => Vec::new(),
         };
+        for p in batch.iter() {
+            prefetch(p.data().as_ptr());
+            prefetch(p.data().as_ptr().wrapping_add(64));
+        }
         for p in batch.iter() {
             match Microflow::from_bytes(p.data()) {
                 Some(m) => {

@@ -21,6 +21,8 @@
 //! implementation's cost by the element's.
 
 mod flowexport;
+mod encap;
+mod flow;
 mod parse;
 mod standard;
 pub mod traffic;
@@ -96,6 +98,8 @@ pub fn all_cases(dir: &Path) -> Vec<Case> {
     v.extend(flowexport::cases(dir));
     v.extend(standard::cases(dir));
     v.extend(parse::cases(dir));
+    v.extend(encap::cases(dir));
+    v.extend(flow::cases(dir));
     v
 }
 

@@ -106,7 +106,27 @@ pub fn cases(_dir: &Path) -> Vec<Case> {
     l4.goal = Some(Goal::Mpps(150.0));
     let mut l4v4 = Case::header("L4Parser", "L4Parser", "IPv4/UDP only", |s| mix4(1024, s));
     l4v4.reference = Some("L4Parser(IMPL reference)".into());
-    vec![l4, l4v4]
+    let ck = |mode: &'static str, what: &str| {
+        let mut c = Case::header(
+            "IPChecksum",
+            format!("IPChecksum(MODE {mode})"),
+            what,
+            |s| mix(256, s),
+        );
+        c.reference = Some(format!("IPChecksum(MODE {mode}, IMPL reference)"));
+        c.sizes = vec![64, 1500];
+        c.per_byte = true;
+        c.scale = 0.2;
+        c
+    };
+    let mut verify = ck("verify", "verify IPv4 header + TCP/UDP, mix");
+    verify.goal = Some(Goal::Gbps(100.0));
+    vec![
+        l4,
+        l4v4,
+        verify,
+        ck("set", "set IPv4 header + TCP/UDP, mix"),
+    ]
 }
 
 /// `n` untagged IPv4/UDP frames.

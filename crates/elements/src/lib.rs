@@ -15,6 +15,7 @@ macro_rules! element_doc {
 
 pub mod analysis;
 pub mod classification;
+pub mod encap;
 pub mod ethernet;
 pub mod flow;
 pub mod ip;
@@ -48,6 +49,7 @@ pub fn classes() -> Vec<ElementClass> {
     v.extend_from_slice(iproute::CLASSES);
     v.extend_from_slice(tcpudp::CLASSES);
     v.extend_from_slice(parse::CLASSES);
+    v.extend_from_slice(encap::CLASSES);
     v
 }
 

@@ -721,20 +721,25 @@ fn synthetic_trace_matches_ground_truth() {
         sizes[sizes.len() / 2] <= 3 && sizes[sizes.len() - 1] > 100,
         "heavy tail"
     );
-    for (i, (table, bi)) in [
-        ("SLOTS 64, WAYS 1", false),
-        ("SLOTS 64, WAYS 2", true),
-        ("TABLE 1MB, WAYS 2", false),
-        ("SLOTS 1000, WAYS 1", true),
+    for (i, (parser, table, bi)) in [
+        ("TestL4", "SLOTS 64, WAYS 1", false),
+        ("TestL4", "SLOTS 64, WAYS 2", true),
+        ("L4Parser", "TABLE 1MB, WAYS 2", false),
+        ("L4Parser", "SLOTS 1000, WAYS 1", true),
+        ("L4Parser(IMPL reference)", "SLOTS 100, WAYS 2", false),
     ]
     .into_iter()
     .enumerate()
     {
         let name = format!("synthetic{i}");
+        // L4Parser's unparsable packets (here ARP) join the table's input so
+        // that they are counted as ignored.
         let r = run(&format!(
-            "FromDump({}, STOP true) -> TestL4 -> mt :: MicroflowTable({table})
-             -> fa :: FlowAggregator(ACTIVE 0, IDLE 0, TCPEND false, VLAN true, BIFLOW {bi}) -> Grab({name});",
-            pcap.display()
+            "FromDump({}, STOP true) -> p :: {parser} -> mt :: MicroflowTable({table})
+             -> fa :: FlowAggregator(ACTIVE 0, IDLE 0, TCPEND false, VLAN true, BIFLOW {bi}) -> Grab({name});
+             {}",
+            pcap.display(),
+            if parser == "TestL4" { "" } else { "p[1] -> mt;" }
         ));
         let recs = grabbed(&name);
         assert_eq!(read(&r, "mt.ignored"), ignored.to_string());
@@ -814,6 +819,30 @@ fn real_lan_trace_reference_counts() {
         assert_eq!(read(&r, "fa.records"), flows.to_string());
         assert_eq!(read(&r, "mt.packets"), "62038");
     }
+}
+
+#[test]
+fn ndpi_trace_every_packet_accounted_for() {
+    let Some(lan) = lan_trace() else { return };
+    let pcap = lan.with_file_name("ndpi-tests-mix.pcap");
+    let r = run(&format!(
+        "FromDump({}, STOP true) -> p :: L4Parser -> mt :: MicroflowTable(TABLE 256KB, WAYS 2, IDLE 5, ACTIVE 30)
+         -> fa :: FlowAggregator(ACTIVE 60, IDLE 15, BIFLOW true) -> Grab(ndpi); p[1] -> mt;",
+        pcap.display()
+    ));
+    let recs = grabbed("ndpi");
+    let metered: u64 = read(&r, "mt.packets").parse().unwrap();
+    let ignored: u64 = read(&r, "mt.ignored").parse().unwrap();
+    assert_eq!(metered + ignored, 102_031, "every frame metered or ignored");
+    assert_eq!(read(&r, "fa.ignored"), ignored.to_string());
+    let pk: u64 = recs.iter().map(|r| r.fwd.packets + r.rev.packets).sum();
+    assert_eq!(pk, metered, "every metered packet is in a record");
+    assert_eq!(read(&r, "fa.records"), recs.len().to_string());
+    assert_eq!(read(&r, "fa.active"), "0");
+    eprintln!(
+        "ndpi: {metered} packets in {} records, {ignored} ignored",
+        recs.len()
+    );
 }
 
 // ---------------------------------------------------------------- fast = reference

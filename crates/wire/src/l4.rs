@@ -109,7 +109,7 @@ pub struct Parsed {
 
 /// Minimum transport header length by protocol number, 0 for protocols
 /// whose header is not reported.
-const L4_MIN: [u8; 256] = {
+static L4_MIN: [u8; 256] = {
     let mut t = [0u8; 256];
     t[1] = 8; // ICMP
     t[6] = 20; // TCP
@@ -129,17 +129,25 @@ fn is_ext(nh: u8) -> bool {
 }
 
 #[inline(always)]
-fn be64(b: &[u8], at: usize) -> u64 {
+fn le64(b: &[u8], at: usize) -> u64 {
     let mut w = [0u8; 8];
     w.copy_from_slice(&b[at..at + 8]);
-    u64::from_be_bytes(w)
+    u64::from_le_bytes(w)
 }
 
-/// Folds two 16-byte addresses into the 64-bit word [`flow_hash`] takes.
-/// For IPv4 the word is simply `src << 32 | dst`, see [`addr_word_v4`].
+#[inline(always)]
+fn le32(b: &[u8], at: usize) -> u32 {
+    let mut w = [0u8; 4];
+    w.copy_from_slice(&b[at..at + 4]);
+    u32::from_le_bytes(w)
+}
+
+/// Folds two 16-byte addresses into the 64-bit word [`flow_hash`] takes:
+/// the four 8-byte halves read little-endian, rotated by 0, 13, 29 and 43
+/// bits and XORed.
 #[inline(always)]
 pub fn addr_word_v6(src: &[u8; 16], dst: &[u8; 16]) -> u64 {
-    fold_v6(be64(src, 0), be64(src, 8), be64(dst, 0), be64(dst, 8))
+    fold_v6(le64(src, 0), le64(src, 8), le64(dst, 0), le64(dst, 8))
 }
 
 #[inline(always)]
@@ -147,40 +155,60 @@ fn fold_v6(s0: u64, s1: u64, d0: u64, d1: u64) -> u64 {
     s0 ^ s1.rotate_left(13) ^ d0.rotate_left(29) ^ d1.rotate_left(43)
 }
 
-/// The address word of an IPv4 pair: `src << 32 | dst` (big-endian).
+/// The address word of an IPv4 pair: the 8 bytes `src, dst` read
+/// little-endian (so it is one load from the header).
 #[inline(always)]
 pub fn addr_word_v4(src: [u8; 4], dst: [u8; 4]) -> u64 {
-    u64::from(u32::from_be_bytes(src)) << 32 | u64::from(u32::from_be_bytes(dst))
+    u64::from_le_bytes([
+        src[0], src[1], src[2], src[3], dst[0], dst[1], dst[2], dst[3],
+    ])
+}
+
+/// The ports word: the wire bytes of `sport, dport` read little-endian
+/// (one load from a TCP, UDP or SCTP header).
+#[inline(always)]
+fn ports_word(sport: u16, dport: u16) -> u32 {
+    let (s, d) = (sport.to_be_bytes(), dport.to_be_bytes());
+    u32::from_le_bytes([s[0], s[1], d[0], d[1]])
 }
 
 /// The flow hash of a 5-tuple: `addrs` from [`addr_word_v4`] or
 /// [`addr_word_v6`], ports and protocol as `FlowKey` holds them. Two
-/// multiply-xorshift rounds; the result is never 0 (0 becomes 1), since 0
+/// multiply-xorshift rounds over the address word and a word of ports,
+/// protocol and version; the result is never 0 (0 becomes 1), since 0
 /// means "not computed".
 #[inline(always)]
 pub fn flow_hash(addrs: u64, sport: u16, dport: u16, proto: u8, version: u8) -> u32 {
-    let b = u64::from(sport) << 48
-        | u64::from(dport) << 32
-        | u64::from(proto) << 8
-        | u64::from(version);
+    hash_words(addrs, ports_word(sport, dport), proto, version)
+}
+
+#[inline(always)]
+fn hash_words(addrs: u64, ports: u32, proto: u8, version: u8) -> u32 {
+    let b = u64::from(ports) << 32 | u64::from(proto) << 8 | u64::from(version);
     let mut h = addrs.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ b;
     h = (h ^ (h >> 29)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
     h ^= h >> 32;
     (h as u32).max(1)
 }
 
-/// The ports of the 5-tuple from a transport header `l4` (at least the
-/// protocol's minimum length), as `FlowKey::from_packet` reads them.
+/// The ports word of the 5-tuple from a transport header `l4` (at least
+/// the protocol's minimum length), as `FlowKey::from_packet` reads it:
+/// for ICMP and ICMPv6 the echo identifier and `type << 8 | code`.
 #[inline(always)]
-fn ports(l4: &[u8], proto: u8) -> (u16, u16) {
+fn ports(l4: &[u8], proto: u8) -> u32 {
     if proto == 1 || proto == 58 {
-        let ty = l4[0];
-        let echo = matches!((proto, ty), (1, 0 | 8) | (58, 128 | 129));
-        let id = if echo { read_u16(&l4[4..6]) } else { 0 };
-        (id, read_u16(&l4[0..2]))
+        icmp_ports(l4, proto)
     } else {
-        (read_u16(&l4[0..2]), read_u16(&l4[2..4]))
+        le32(l4, 0)
     }
+}
+
+#[cold]
+#[inline(never)]
+fn icmp_ports(l4: &[u8], proto: u8) -> u32 {
+    let echo = matches!((proto, l4[0]), (1, 0 | 8) | (58, 128 | 129));
+    let id = if echo { read_u16(&l4[4..6]) } else { 0 };
+    ports_word(id, read_u16(&l4[0..2]))
 }
 
 /// Parses `frame` (starting with the Ethernet header); see the module
@@ -239,13 +267,12 @@ fn parse_v4(ip: &[u8], off: usize, tci: u16) -> Result<Parsed, Reason> {
     }
     let proto = h[9];
     let first = read_u16(&h[6..8]) & 0x1fff == 0;
-    let addrs = u64::from_be_bytes([h[12], h[13], h[14], h[15], h[16], h[17], h[18], h[19]]);
+    let addrs = le64(h, 12);
     let min = usize::from(L4_MIN[usize::from(proto)]);
-    let (transport, sport, dport) = if first && min != 0 && hl + min <= total {
-        let (s, d) = ports(&ip[hl..total], proto);
-        ((off + hl) as u16, s, d)
+    let (transport, pw) = if first && min != 0 && hl + min <= total {
+        ((off + hl) as u16, ports(&ip[hl..total], proto))
     } else {
-        (NO_TRANSPORT, 0, 0)
+        (NO_TRANSPORT, 0)
     };
     Ok(Parsed {
         network: off as u16,
@@ -253,7 +280,7 @@ fn parse_v4(ip: &[u8], off: usize, tci: u16) -> Result<Parsed, Reason> {
         proto,
         version: 4,
         vlan_tci: tci,
-        hash: flow_hash(addrs, sport, dport, proto, 4),
+        hash: hash_words(addrs, pw, proto, 4),
     })
 }
 
@@ -270,46 +297,17 @@ fn parse_v6(ip: &[u8], off: usize, tci: u16) -> Result<Parsed, Reason> {
     if end > ip.len() {
         return Err(Reason::BadLength);
     }
-    let addrs = fold_v6(be64(h, 8), be64(h, 16), be64(h, 24), be64(h, 32));
-    let mut nh = h[6];
-    let mut pos = 40usize;
-    let mut first = true;
-    if is_ext(nh) {
-        let mut count = 0usize;
-        while is_ext(nh) {
-            if count == crate::ipv6ext::MAX_HEADERS || (nh == 0 && count != 0) {
-                return Err(Reason::BadExtension);
-            }
-            if pos + 8 > end {
-                return Err(Reason::BadExtension);
-            }
-            let len_byte = usize::from(ip[pos + 1]);
-            let len = match nh {
-                44 => 8,
-                51 => (len_byte + 2) * 4,
-                _ => (len_byte + 1) * 8,
-            };
-            if pos + len > end {
-                return Err(Reason::BadExtension);
-            }
-            count += 1;
-            let next = ip[pos];
-            if nh == 44 && read_u16(&ip[pos + 2..pos + 4]) & !7 != 0 {
-                first = false;
-                nh = next;
-                pos += len;
-                break;
-            }
-            nh = next;
-            pos += len;
-        }
-    }
-    let min = usize::from(L4_MIN[usize::from(nh)]);
-    let (transport, sport, dport) = if first && min != 0 && pos + min <= end {
-        let (s, d) = ports(&ip[pos..end], nh);
-        ((off + pos) as u16, s, d)
+    let addrs = fold_v6(le64(h, 8), le64(h, 16), le64(h, 24), le64(h, 32));
+    let (nh, pos, first) = if is_ext(h[6]) {
+        walk_ext(ip, end, h[6])?
     } else {
-        (NO_TRANSPORT, 0, 0)
+        (h[6], 40, true)
+    };
+    let min = usize::from(L4_MIN[usize::from(nh)]);
+    let (transport, pw) = if first && min != 0 && pos + min <= end {
+        ((off + pos) as u16, ports(&ip[pos..end], nh))
+    } else {
+        (NO_TRANSPORT, 0)
     };
     Ok(Parsed {
         network: off as u16,
@@ -320,8 +318,41 @@ fn parse_v6(ip: &[u8], off: usize, tci: u16) -> Result<Parsed, Reason> {
         // The key's protocol: `FlowKey::from_packet` falls back to the IPv6
         // next-header field when the protocol found is 0 (a non-first
         // fragment whose next header is Hop-by-Hop).
-        hash: flow_hash(addrs, sport, dport, if nh == 0 { h[6] } else { nh }, 6),
+        hash: hash_words(addrs, pw, if nh == 0 { h[6] } else { nh }, 6),
     })
+}
+
+/// Steps over the extension headers of an IPv6 packet `ip` whose payload
+/// ends at `end`, from next-header `nh` (an extension). Returns the
+/// protocol reached, its offset in `ip`, and false after a non-first
+/// Fragment header. Out of line: most packets have no extension header.
+#[inline(never)]
+fn walk_ext(ip: &[u8], end: usize, mut nh: u8) -> Result<(u8, usize, bool), Reason> {
+    let mut pos = 40usize;
+    let mut count = 0usize;
+    while is_ext(nh) {
+        if count == crate::ipv6ext::MAX_HEADERS || (nh == 0 && count != 0) || pos + 8 > end {
+            return Err(Reason::BadExtension);
+        }
+        let len_byte = usize::from(ip[pos + 1]);
+        let len = match nh {
+            44 => 8,
+            51 => (len_byte + 2) * 4,
+            _ => (len_byte + 1) * 8,
+        };
+        if pos + len > end {
+            return Err(Reason::BadExtension);
+        }
+        count += 1;
+        let next = ip[pos];
+        let stop = nh == 44 && read_u16(&ip[pos + 2..pos + 4]) & !7 != 0;
+        nh = next;
+        pos += len;
+        if stop {
+            return Ok((nh, pos, false));
+        }
+    }
+    Ok((nh, pos, true))
 }
 
 #[cfg(test)]

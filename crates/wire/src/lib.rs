@@ -49,6 +49,8 @@ use core::fmt;
 pub mod arp;
 pub mod checksum;
 pub mod ethernet;
+pub mod gre;
+pub mod gtpu;
 pub mod icmpv4;
 pub mod icmpv6;
 pub mod ip;
@@ -62,6 +64,7 @@ pub mod prelude;
 pub mod tcp;
 pub mod udp;
 pub mod vlan;
+pub mod vxlan;
 
 pub use ethernet::{EtherType, EthernetAddress};
 pub use ip::{IpPair, IpProtocol};
@@ -193,6 +196,9 @@ mod tests {
         let _ = ipv6::Repr::parse(&ipv6::Packet::new_unchecked(data));
         let _ = ipv6ext::walk(first, data);
         let _ = l4::parse(data);
+        let _ = gre::Repr::parse(&gre::Packet::new_unchecked(data));
+        let _ = gtpu::Repr::parse(&gtpu::Packet::new_unchecked(data));
+        let _ = vxlan::Repr::parse(&vxlan::Packet::new_unchecked(data));
         if let Ok(p) = ipv6ext::Packet::new_checked(data, first) {
             let _ = (p.data(), p.payload(), p.frag_offset(), p.frag_ident());
         }

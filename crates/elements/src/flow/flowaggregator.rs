@@ -65,8 +65,10 @@
 //! in a binary min-heap of (deadline, flow id) with lazy updates: a flow's
 //! entry is re-inserted with its current deadline only when the old one
 //! comes due, so a microflow costs a heap peek, not a scan. Each batch is
-//! processed in two passes: decode and hash every record and prefetch its
-//! home tag, then merge in order. At the end of the run (`Element::flush`)
+//! processed in three passes (after prefetching every record's data):
+//! decode and hash every record and prefetch its
+//! home tag; probe the tags and prefetch the matching flow's lines (key and
+//! both directions, each on its own cache line); then merge in order. At the end of the run (`Element::flush`)
 //! every flow is exported in creation order (forced end), 256 per call.
 //!
 //! `IMPL reference` keeps a `HashMap` of flows and finds expired flows by
@@ -149,7 +151,8 @@ pub(crate) fn merge(a: &mut Direction, m: &Direction) {
     a.max_ttl = a.max_ttl.max(m.max_ttl);
 }
 
-/// One flow in the table.
+/// One flow in the table (each direction's counters on their own line).
+#[repr(C, align(64))]
 #[derive(Clone, Copy, Default)]
 struct Flow {
     key: FlowKey,
@@ -157,6 +160,7 @@ struct Flow {
     /// FIN seen: bit 0 forward, bit 1 reverse.
     fin: u8,
     id: u64,
+    _pad: [u8; 8],
     fwd: Direction,
     rev: Direction,
 }
@@ -387,6 +391,24 @@ impl Fast {
                         return Some((s, true));
                     }
                 }
+            }
+            i = (i + 1) & self.mask;
+        }
+    }
+
+    /// Prefetch the first flow whose tag matches `h`'s.
+    #[inline]
+    fn prefetch_flow(&self, h: u64) {
+        let tag = ((h >> 32) as u32) | 1;
+        let mut i = h as usize & self.mask;
+        while self.tags[i] != 0 {
+            if self.tags[i] == tag {
+                // A reference reads nothing: only the prefetches touch memory.
+                let f = &self.flows[self.slots[i] as usize];
+                prefetch(&f.key);
+                prefetch(&f.fwd);
+                prefetch(&f.rev);
+                return;
             }
             i = (i + 1) & self.mask;
         }
@@ -680,6 +702,10 @@ impl Element for FlowAggregator {
             Table::Reference(_) => Vec::new(),
         };
         for p in batch.iter() {
+            prefetch(p.data().as_ptr());
+            prefetch(p.data().as_ptr().wrapping_add(64));
+        }
+        for p in batch.iter() {
             match Microflow::from_bytes(p.data()) {
                 Some(m) => {
                     let vlan = if cfg.vlan { m.vlan } else { 0 };
@@ -693,7 +719,15 @@ impl Element for FlowAggregator {
             }
         }
         drop(batch);
-        // Pass 2: merge in order.
+        // Pass 2: probe the (now cached) tags and prefetch each candidate
+        // flow's key and counters. Only a hint: pass 3 probes again, since
+        // merging may insert and remove flows.
+        if let Table::Fast(f) = &self.table {
+            for (_, h) in scratch.iter() {
+                f.prefetch_flow(*h);
+            }
+        }
+        // Pass 3: merge in order.
         for (m, h) in scratch.iter() {
             self.stats.microflows += 1;
             self.stats.ignored += m.ignored;

@@ -52,8 +52,14 @@
 //!
 //! # Example
 //! ```click
-//! FromDump(trace.pcap, STOP true) -> CheckIPHeader(14)
-//!   -> MicroflowTable(TABLE 1MB, WAYS 2) -> FlowAggregator -> FlowCSV(flows.csv);
+//! FromDump(trace.pcap, STOP true) -> p :: L4Parser
+//!   -> mt :: MicroflowTable(TABLE 1MB, WAYS 2) -> FlowAggregator -> FlowCSV(flows.csv);
+//! p[1] -> mt;  // unparsable packets are counted as ignored
+//! ```
+//!
+//! With Click's IPv4-only parser:
+//! ```click
+//! FromDump(trace.pcap, STOP true) -> CheckIPHeader(14) -> MicroflowTable -> FlowAggregator -> Discard;
 //! ```
 //!
 //! # Implementation
@@ -66,8 +72,8 @@
 //! reused scratch array and hash it; prefetch every target slot's three
 //! lines; then update in order. The update itself is branch-light: the
 //! minimum/maximum, flag and first/second-size updates are selects; the
-//! only branches are hit/miss and the (rare) evictions. The slot index is
-//! `(hash * slots) >> 32` (any table size). Timeouts are checked on access
+//! only branches are hit/miss and the (rare) evictions. The bucket index is
+//! `(hash * buckets) >> 32` (any table size, no division). Timeouts are checked on access
 //! and by a sweep of 64 slots per batch (and 1/16 of the table per timer
 //! tick) so idle microflows leave without new packets on their slot.
 //! Ignored packets are counted in-band: each microflow record carries the
@@ -191,7 +197,7 @@ pub(crate) struct Pkt {
 /// Read the flow key and per-packet features; `None` for packets the table
 /// ignores (no key, non-first fragment, transport header missing or too
 /// short for the key).
-#[inline]
+#[inline(always)]
 pub(crate) fn parse(p: &Packet) -> Option<Pkt> {
     let key = FlowKey::from_packet(p)?;
     let ip = p.network_header()?;
@@ -487,10 +493,10 @@ fn make(ctx: &ConfigureCtx<'_>) -> Result<Box<dyn Element>, Vec<String>> {
     }))
 }
 
-/// Index of a hash's bucket's first slot.
+/// Index of a hash's bucket's first slot (`nbuckets` = slots / ways).
 #[inline(always)]
-fn bucket(h: u64, nslots: usize, ways: usize) -> usize {
-    (((h as u32) as u64 * (nslots / ways) as u64) >> 32) as usize * ways
+fn bucket(h: u64, nbuckets: usize, ways: usize) -> usize {
+    (((h as u32) as u64 * nbuckets as u64) >> 32) as usize * ways
 }
 
 #[inline(always)]
@@ -570,7 +576,8 @@ impl MicroflowTable {
     }
 
     fn process(&mut self, batch: Batch, out: &mut Batch, nokey: &mut Batch) {
-        let (nslots, ways, rules) = (self.nslots, self.ways, self.rules);
+        let (ways, rules) = (self.ways, self.rules);
+        let nbuckets = self.nslots / ways;
         let mut table = std::mem::replace(
             &mut self.table,
             Table::Reference(Reference { slots: vec![] }),
@@ -582,7 +589,7 @@ impl MicroflowTable {
                 for p in batch.iter() {
                     if let Some(k) = parse(p) {
                         let h = hash_key(&k.key, k.vlan);
-                        let b = bucket(h, nslots, ways);
+                        let b = bucket(h, nbuckets, ways);
                         prefetch(f.tags.as_ptr().wrapping_add(b));
                         prefetch(f.keys.as_ptr().wrapping_add(b));
                         prefetch(f.cells.as_ptr().wrapping_add(b));
@@ -599,7 +606,7 @@ impl MicroflowTable {
                         vlan: k.vlan,
                     };
                     let tag = tag_of(*h);
-                    let (i, hit) = Self::fast_slot(f, bucket(*h, nslots, ways), ways, tag, &sk);
+                    let (i, hit) = Self::fast_slot(f, bucket(*h, nbuckets, ways), ways, tag, &sk);
                     if hit {
                         if let Some(r) = rules.expired(&f.cells[i].0, k.ts) {
                             let d = f.cells[i].0;
@@ -644,7 +651,7 @@ impl MicroflowTable {
                         vlan: k.vlan,
                     };
                     let h = hash_key(&k.key, k.vlan);
-                    let (i, hit) = Self::ref_slot(r, bucket(h, nslots, ways), ways, &sk);
+                    let (i, hit) = Self::ref_slot(r, bucket(h, nbuckets, ways), ways, &sk);
                     match r.slots[i].take() {
                         Some((ok, mut d)) if hit => match rules.expired(&d, k.ts) {
                             Some(reason) => {

@@ -1,12 +1,14 @@
 //! Parsing and rewriting: the flow-key parser, checksums and the record
 //! extractor of the accelerated element library (issue 4).
 
+pub mod extractor;
+pub mod ipchecksum;
 pub mod l4parser;
 
 use linerate_runtime::ElementClass;
 
 /// The classes in this category.
-pub const CLASSES: &[ElementClass] = &[l4parser::CLASS];
+pub const CLASSES: &[ElementClass] = &[extractor::CLASS, ipchecksum::CLASS, l4parser::CLASS];
 
 /// Reads the `IMPL` keyword shared by the accelerated elements: `fast`
 /// (the default) or `reference`. True for `fast`.

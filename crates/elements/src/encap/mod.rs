@@ -1,0 +1,876 @@
+//! Tunnel encapsulation and decapsulation: NVGRE, VXLAN and GTP-U.
+//!
+//! The six elements share one engine (this module): an encapsulator that
+//! writes a precomputed outer header template and patches the per-packet
+//! fields, and a decapsulator that checks the outer headers with fixed
+//! offsets; each has a reference implementation built from
+//! `linerate_wire`'s views and `Repr::emit`.
+
+pub mod gtpudecap;
+pub mod gtpuencap;
+pub mod nvgredecap;
+pub mod nvgreencap;
+pub mod vxlandecap;
+pub mod vxlanencap;
+
+use linerate_args::{Args, EtherAddr};
+use linerate_runtime::anno::{offsets, NO_HEADER};
+use linerate_runtime::ElementClass;
+use linerate_runtime::{Batch, ConfigureCtx, HandlerSpec, Packet};
+use linerate_wire::prelude::*;
+use linerate_wire::{gre, gtpu, vxlan};
+use std::net::IpAddr;
+
+/// The classes in this category.
+pub const CLASSES: &[ElementClass] = &[
+    gtpudecap::CLASS,
+    gtpuencap::CLASS,
+    nvgredecap::CLASS,
+    nvgreencap::CLASS,
+    vxlandecap::CLASS,
+    vxlanencap::CLASS,
+];
+
+/// The tunnel protocol an element speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Tunnel {
+    Nvgre,
+    Vxlan,
+    Gtpu,
+}
+
+impl Tunnel {
+    /// Bytes of tunnel header after the outer IP header.
+    fn tunnel_len(self) -> usize {
+        match self {
+            Tunnel::Nvgre => gre::NVGRE_LEN,
+            Tunnel::Vxlan => 8 + vxlan::HEADER_LEN,
+            Tunnel::Gtpu => 8 + gtpu::HEADER_LEN,
+        }
+    }
+
+    /// Name of the identifier keyword.
+    fn id_name(self) -> &'static str {
+        match self {
+            Tunnel::Nvgre => "VSID",
+            Tunnel::Vxlan => "VNI",
+            Tunnel::Gtpu => "TEID",
+        }
+    }
+
+    fn id_max(self) -> u32 {
+        match self {
+            Tunnel::Nvgre | Tunnel::Vxlan => 0x00ff_ffff,
+            Tunnel::Gtpu => u32::MAX,
+        }
+    }
+
+    fn default_port(self) -> u16 {
+        match self {
+            Tunnel::Vxlan => vxlan::UDP_PORT,
+            _ => gtpu::UDP_PORT,
+        }
+    }
+}
+
+/// A UDP source port from a flow hash: the dynamic range 49152-65535, as
+/// RFC 7348 section 5 recommends.
+#[inline(always)]
+pub(crate) fn entropy_port(hash: u32) -> u16 {
+    0xc000 | (hash as u16 & 0x3fff)
+}
+
+/// The flow hash annotation, or, when it is 0 (no parser ran), the hash
+/// `linerate_wire::l4::parse` computes for the inner frame (1 for
+/// non-IP frames).
+#[inline(always)]
+fn flow_hash_of(p: &Packet) -> u32 {
+    match p.anno().flow_hash {
+        0 => linerate_wire::l4::parse(p.data()).map_or(1, |r| r.hash),
+        h => h,
+    }
+}
+
+/// Drop counters and the handlers over them.
+pub(crate) struct Counts {
+    pub reasons: &'static [&'static str],
+    pub count: u64,
+    pub by_reason: [u64; 8],
+}
+
+impl Counts {
+    fn new(reasons: &'static [&'static str]) -> Counts {
+        Counts {
+            reasons,
+            count: 0,
+            by_reason: [0; 8],
+        }
+    }
+
+    pub(crate) fn read(&self, name: &str) -> Option<String> {
+        match name {
+            "count" => Some(self.count.to_string()),
+            "drops" => Some(self.by_reason.iter().sum::<u64>().to_string()),
+            _ => self
+                .reasons
+                .iter()
+                .position(|r| *r == name)
+                .map(|i| self.by_reason[i].to_string()),
+        }
+    }
+
+    pub(crate) fn drops(&self) -> Vec<(&'static str, u64)> {
+        self.reasons
+            .iter()
+            .zip(self.by_reason)
+            .filter(|(_, n)| *n > 0)
+            .map(|(r, n)| (*r, n))
+            .collect()
+    }
+}
+
+/// Runs `f` over a batch (at most 256 packets use a stack bitmap), counts
+/// failures by reason, and splits off the failed packets (order kept).
+#[inline(always)]
+fn run_batch(
+    batch: &mut Batch,
+    counts: &mut Counts,
+    mut f: impl FnMut(&mut Packet) -> Result<(), u8>,
+) -> Option<Batch> {
+    let n = batch.len() as u64;
+    let by_reason = &mut counts.by_reason;
+    let bad = crate::ip::util::partition(batch, |p| match f(p) {
+        Ok(()) => false,
+        Err(r) => {
+            by_reason[usize::from(r)] += 1;
+            true
+        }
+    });
+    counts.count += n - bad.as_ref().map_or(0, |b| b.len() as u64);
+    bad
+}
+
+// ---------------------------------------------------------------- encap
+
+pub(crate) const ENCAP_REASONS: &[&str] = &["not_ip", "too_long"];
+const ENC_NOT_IP: u8 = 0;
+const ENC_TOO_LONG: u8 = 1;
+
+pub(crate) const ENCAP_HANDLERS: &[HandlerSpec] = &[
+    HandlerSpec::counter("count"),
+    HandlerSpec::counter("drops"),
+    HandlerSpec::counter("not_ip"),
+    HandlerSpec::counter("too_long"),
+];
+
+/// An encapsulator's configuration and state.
+pub(crate) struct Encap {
+    tunnel: Tunnel,
+    fast: bool,
+    pub has_out1: bool,
+    src: IpAddr,
+    dst: IpAddr,
+    eth_src: [u8; 6],
+    eth_dst: [u8; 6],
+    ttl: u8,
+    dscp: u8,
+    id: u32,
+    dport: u16,
+    /// The outer headers with every per-packet field zero.
+    template: [u8; 80],
+    /// Header bytes pushed in front of the payload.
+    hlen: usize,
+    /// Outer IP header length (20 or 40).
+    iplen: usize,
+    /// One's-complement sum of the IPv4 template header (checksum 0).
+    ip_sum: u32,
+    /// Next IPv4 identification.
+    ident: u16,
+    pub counts: Counts,
+}
+
+fn ip_arg(a: &mut Args, kw: &str) -> Option<IpAddr> {
+    let s: String = a.read_mp(kw)?;
+    match s.parse::<IpAddr>() {
+        Ok(ip) => Some(ip),
+        Err(_) => {
+            a.error(format!("{kw}: expected IP or IPv6 address"));
+            None
+        }
+    }
+}
+
+impl Encap {
+    /// Reads `SRC, DST, ID [, ETH_SRC, ETH_DST, TTL, DSCP, DPORT, IMPL]`.
+    pub(crate) fn configure(ctx: &ConfigureCtx<'_>, tunnel: Tunnel) -> Result<Encap, Vec<String>> {
+        let mut a = Args::new(&ctx.args);
+        let src = ip_arg(&mut a, "SRC");
+        let dst = ip_arg(&mut a, "DST");
+        let id: Option<u32> = a.read_mp(tunnel.id_name());
+        let eth_src = a.read_or("ETH_SRC", EtherAddr([0; 6])).0;
+        let eth_dst = a.read_or("ETH_DST", EtherAddr([0; 6])).0;
+        let ttl = a.read_or("TTL", 64u8);
+        let dscp = a.read_or("DSCP", 0u8);
+        let dport = if tunnel == Tunnel::Nvgre {
+            0
+        } else {
+            a.read_or("DPORT", tunnel.default_port())
+        };
+        let fast = crate::parse::read_impl(&mut a);
+        if id.is_some_and(|i| i > tunnel.id_max()) {
+            a.error(format!("{}: out of range", tunnel.id_name()));
+        }
+        if dscp > 63 {
+            a.error("DSCP: out of range");
+        }
+        if let (Some(s), Some(d)) = (src, dst) {
+            if s.is_ipv4() != d.is_ipv4() {
+                a.error("SRC and DST must both be IPv4 or both IPv6");
+            }
+        }
+        a.complete().map_err(|e| e.0)?;
+        let (Some(src), Some(dst), Some(id)) = (src, dst, id) else {
+            return Err(vec!["missing arguments".into()]);
+        };
+        let iplen = if src.is_ipv4() { 20 } else { 40 };
+        let mut e = Encap {
+            tunnel,
+            fast,
+            has_out1: ctx.noutputs() > 1,
+            src,
+            dst,
+            eth_src,
+            eth_dst,
+            ttl,
+            dscp,
+            id,
+            dport,
+            template: [0; 80],
+            hlen: 14 + iplen + tunnel.tunnel_len(),
+            iplen,
+            ip_sum: 0,
+            ident: 0,
+            counts: Counts::new(ENCAP_REASONS),
+        };
+        // The template is what the reference writes for an empty payload
+        // with ident 0 and source port 0, with the length fields, the
+        // checksums and the NVGRE FlowID then cleared.
+        let mut t = [0u8; 80];
+        e.emit_headers(&mut t[..e.hlen], 0, 0, 0, 0);
+        e.template = t;
+        let ip = 14;
+        if iplen == 20 {
+            e.template[ip + 2..ip + 4].fill(0);
+            e.template[ip + 10..ip + 12].fill(0);
+            e.ip_sum = e.template[ip..ip + 20]
+                .chunks(2)
+                .map(|c| u32::from(u16::from_be_bytes([c[0], c[1]])))
+                .sum();
+        } else {
+            e.template[ip + 4..ip + 6].fill(0);
+        }
+        let l4 = ip + iplen;
+        match tunnel {
+            Tunnel::Nvgre => e.template[l4 + 7] = 0,
+            _ => {
+                e.template[l4 + 4..l4 + 8].fill(0);
+                if tunnel == Tunnel::Gtpu {
+                    e.template[l4 + 10..l4 + 12].fill(0);
+                }
+            }
+        }
+        Ok(e)
+    }
+
+    /// GTP-U carries IP packets: the inner frame's Ethernet header is
+    /// replaced and link padding after the IP packet dropped. Returns the
+    /// bytes to strip in front and the bytes to keep after them.
+    #[inline(always)]
+    fn inner_range(&self, p: &Packet) -> Result<(usize, usize), u8> {
+        let d = p.data();
+        if self.tunnel != Tunnel::Gtpu {
+            return Ok((0, d.len()));
+        }
+        let ip_len = match (d.get(12..14), d.get(14..20)) {
+            (Some([0x08, 0x00]), Some(h)) if h[0] >> 4 == 4 => usize::from(be16(h, 2)),
+            (Some([0x86, 0xdd]), Some(h)) if h[0] >> 4 == 6 => 40 + usize::from(be16(h, 4)),
+            _ => return Err(ENC_NOT_IP),
+        };
+        if ip_len < 20 || 14 + ip_len > d.len() {
+            return Err(ENC_NOT_IP);
+        }
+        Ok((14, ip_len))
+    }
+
+    /// Writes the outer headers into `h` (exactly `hlen` bytes) with
+    /// `linerate_wire`'s `Repr::emit`, for `payload_len` encapsulated bytes
+    /// (the UDP checksum stays 0).
+    fn emit_headers(&self, h: &mut [u8], payload_len: usize, ident: u16, sport: u16, flow: u8) {
+        let t = self.tunnel;
+        let (proto, et) = match (t, self.src) {
+            (Tunnel::Nvgre, IpAddr::V4(_)) => (IpProtocol::GRE, EtherType::IPV4),
+            (Tunnel::Nvgre, IpAddr::V6(_)) => (IpProtocol::GRE, EtherType::IPV6),
+            (_, IpAddr::V4(_)) => (IpProtocol::UDP, EtherType::IPV4),
+            (_, IpAddr::V6(_)) => (IpProtocol::UDP, EtherType::IPV6),
+        };
+        let tl = t.tunnel_len();
+        let ip_payload = tl + payload_len;
+        let eth = EthernetRepr {
+            src_addr: EthernetAddress(self.eth_src),
+            dst_addr: EthernetAddress(self.eth_dst),
+            ethertype: et,
+        };
+        let _ = eth.emit(&mut EthernetPacket::new_unchecked(&mut h[..]));
+        let ip = &mut h[14..];
+        match (self.src, self.dst) {
+            (IpAddr::V4(s), IpAddr::V4(d)) => {
+                let r = Ipv4Repr {
+                    src_addr: s,
+                    dst_addr: d,
+                    protocol: proto,
+                    payload_len: ip_payload,
+                    ttl: self.ttl,
+                    dscp: self.dscp,
+                    ecn: 0,
+                    ident,
+                    dont_frag: false,
+                    more_frags: false,
+                    frag_offset: 0,
+                    options: &[],
+                };
+                let _ = r.emit(&mut Ipv4Packet::new_unchecked(&mut ip[..]));
+            }
+            (IpAddr::V6(s), IpAddr::V6(d)) => {
+                let r = Ipv6Repr {
+                    src_addr: s,
+                    dst_addr: d,
+                    next_header: proto,
+                    payload_len: ip_payload,
+                    hop_limit: self.ttl,
+                    traffic_class: self.dscp << 2,
+                    flow_label: 0,
+                };
+                let _ = r.emit(&mut Ipv6Packet::new_unchecked(&mut ip[..]));
+            }
+            _ => {}
+        }
+        let l4 = &mut h[14 + self.iplen..];
+        match t {
+            Tunnel::Nvgre => {
+                let r = gre::Repr::nvgre(self.id, flow);
+                let _ = r.emit(&mut gre::Packet::new_unchecked(&mut l4[..]));
+            }
+            Tunnel::Vxlan | Tunnel::Gtpu => {
+                let u = UdpRepr {
+                    src_port: sport,
+                    dst_port: self.dport,
+                    payload_len: ip_payload - 8,
+                };
+                let _ = u.emit(&mut UdpPacket::new_unchecked(&mut l4[..]));
+                if t == Tunnel::Vxlan {
+                    let v = vxlan::Repr { vni: self.id };
+                    let _ = v.emit(&mut vxlan::Packet::new_unchecked(&mut l4[8..]));
+                } else {
+                    let g = gtpu::Repr {
+                        msg_type: gtpu::G_PDU,
+                        teid: self.id,
+                        sequence: None,
+                        payload_len,
+                    };
+                    let _ = g.emit(&mut gtpu::Packet::new_unchecked(&mut l4[8..]));
+                }
+            }
+        }
+    }
+
+    /// Sets the outer header annotations.
+    #[inline(always)]
+    fn annotate(&self, p: &mut Packet) {
+        p.set_network_header(14);
+        p.set_transport_header(14 + self.iplen as isize);
+        let proto = if self.tunnel == Tunnel::Nvgre { 47 } else { 17 };
+        p.anno_mut().set_u8(offsets::L4_PROTO, proto);
+    }
+
+    /// One packet, the optimised way: the template is copied in and the
+    /// lengths, identification, checksum, FlowID or source port patched.
+    #[inline(always)]
+    fn encap_fast(&mut self, p: &mut Packet) -> Result<(), u8> {
+        let (strip, inner) = self.inner_range(p)?;
+        let hash = flow_hash_of(p);
+        let hlen = self.hlen;
+        let ip_payload = inner + hlen - 14 - self.iplen;
+        if ip_payload + self.iplen > 0xffff {
+            return Err(ENC_TOO_LONG);
+        }
+        p.take(p.len() - strip - inner);
+        p.pull(strip);
+        p.push(hlen);
+        let ident = self.ident;
+        let (iplen, tunnel, ip_sum) = (self.iplen, self.tunnel, self.ip_sum);
+        let d = p.data_mut();
+        let (h, rest) = d.split_at_mut(hlen);
+        h.copy_from_slice(&self.template[..hlen]);
+        if iplen == 20 {
+            let total = (ip_payload + 20) as u16;
+            h[16..18].copy_from_slice(&total.to_be_bytes());
+            h[18..20].copy_from_slice(&ident.to_be_bytes());
+            let mut s = ip_sum + u32::from(total) + u32::from(ident);
+            s = (s & 0xffff) + (s >> 16);
+            s = (s & 0xffff) + (s >> 16);
+            h[24..26].copy_from_slice(&(!(s as u16)).to_be_bytes());
+        } else {
+            h[18..20].copy_from_slice(&(ip_payload as u16).to_be_bytes());
+        }
+        let l4 = 14 + iplen;
+        match tunnel {
+            Tunnel::Nvgre => h[l4 + 7] = hash as u8,
+            _ => {
+                h[l4..l4 + 2].copy_from_slice(&entropy_port(hash).to_be_bytes());
+                h[l4 + 4..l4 + 6].copy_from_slice(&(ip_payload as u16).to_be_bytes());
+                if tunnel == Tunnel::Gtpu {
+                    h[l4 + 10..l4 + 12].copy_from_slice(&(inner as u16).to_be_bytes());
+                }
+                if iplen == 40 {
+                    udp6_checksum(h, rest, l4, ip_payload);
+                }
+            }
+        }
+        self.ident = ident.wrapping_add(u16::from(iplen == 20));
+        self.annotate(p);
+        Ok(())
+    }
+
+    /// One packet, the reference way: every header emitted with
+    /// `linerate_wire`'s `Repr::emit` (checksums computed from scratch).
+    fn encap_reference(&mut self, p: &mut Packet) -> Result<(), u8> {
+        let (strip, inner) = self.inner_range(p)?;
+        let hash = flow_hash_of(p);
+        if inner + self.hlen - 14 > 0xffff {
+            return Err(ENC_TOO_LONG);
+        }
+        p.take(p.len() - strip - inner);
+        p.pull(strip);
+        p.push(self.hlen);
+        let v4 = self.iplen == 20;
+        let ident = if v4 { self.ident } else { 0 };
+        let hlen = self.hlen;
+        let d = p.data_mut();
+        let mut h = [0u8; 80];
+        self.emit_headers(&mut h[..hlen], inner, ident, entropy_port(hash), hash as u8);
+        d[..hlen].copy_from_slice(&h[..hlen]);
+        if let (IpAddr::V6(src), IpAddr::V6(dst), false) =
+            (self.src, self.dst, self.tunnel == Tunnel::Nvgre)
+        {
+            let mut u = UdpPacket::new_unchecked(&mut d[54..]);
+            u.fill_checksum(&IpPair::V6 { src, dst });
+        }
+        if v4 {
+            self.ident = self.ident.wrapping_add(1);
+        }
+        self.annotate(p);
+        Ok(())
+    }
+
+    /// Encapsulates every packet of `batch`; returns the encapsulated
+    /// packets and the ones that could not be.
+    pub(crate) fn process(&mut self, mut batch: Batch) -> (Batch, Option<Batch>) {
+        let mut counts = std::mem::replace(&mut self.counts, Counts::new(ENCAP_REASONS));
+        let bad = if self.fast {
+            run_batch(&mut batch, &mut counts, |p| self.encap_fast(p))
+        } else {
+            run_batch(&mut batch, &mut counts, |p| self.encap_reference(p))
+        };
+        self.counts = counts;
+        (batch, bad)
+    }
+}
+
+/// The UDP checksum over IPv6 (mandatory there): pseudo-header, UDP and
+/// tunnel header in `h` from `l4`, and the payload `rest`.
+#[inline]
+fn udp6_checksum(h: &mut [u8], rest: &[u8], l4: usize, udp_len: usize) {
+    use linerate_wire::checksum;
+    h[l4 + 6..l4 + 8].fill(0);
+    let mut acc = u32::from(checksum::sum(&h[22..54]))
+        + u32::from(checksum::sum(&h[l4..]))
+        + u32::from(checksum::sum(rest))
+        + (udp_len as u32)
+        + 17;
+    acc = (acc & 0xffff) + (acc >> 16);
+    acc = (acc & 0xffff) + (acc >> 16);
+    let c = !(acc as u16);
+    h[l4 + 6..l4 + 8].copy_from_slice(&(if c == 0 { 0xffff } else { c }).to_be_bytes());
+}
+
+// ---------------------------------------------------------------- decap
+
+pub(crate) const DECAP_REASONS: &[&str] = &[
+    "truncated",
+    "not_ip",
+    "bad_ip",
+    "not_tunnel",
+    "bad_header",
+    "wrong_id",
+    "not_gpdu",
+    "bad_inner",
+];
+const DEC_TRUNCATED: u8 = 0;
+const DEC_NOT_IP: u8 = 1;
+const DEC_BAD_IP: u8 = 2;
+const DEC_NOT_TUNNEL: u8 = 3;
+const DEC_BAD_HEADER: u8 = 4;
+const DEC_WRONG_ID: u8 = 5;
+const DEC_NOT_GPDU: u8 = 6;
+const DEC_BAD_INNER: u8 = 7;
+
+pub(crate) const DECAP_HANDLERS: &[HandlerSpec] = &[
+    HandlerSpec::counter("count"),
+    HandlerSpec::counter("drops"),
+    HandlerSpec::counter("truncated"),
+    HandlerSpec::counter("not_ip"),
+    HandlerSpec::counter("bad_ip"),
+    HandlerSpec::counter("not_tunnel"),
+    HandlerSpec::counter("bad_header"),
+    HandlerSpec::counter("wrong_id"),
+    HandlerSpec::counter("not_gpdu"),
+    HandlerSpec::counter("bad_inner"),
+];
+
+/// A decapsulator's configuration and state.
+pub(crate) struct Decap {
+    tunnel: Tunnel,
+    fast: bool,
+    pub has_out1: bool,
+    /// Accept only this VSID/VNI/TEID.
+    only: Option<u32>,
+    dport: u16,
+    /// Where the identifier is stored (user annotation offset), if at all.
+    anno: Option<usize>,
+    pub counts: Counts,
+}
+
+/// What a decapsulator found: the inner bytes' range and the identifier.
+#[derive(Debug, PartialEq, Eq)]
+struct Found {
+    start: usize,
+    end: usize,
+    id: u32,
+}
+
+#[inline(always)]
+fn be16(d: &[u8], at: usize) -> u16 {
+    u16::from_be_bytes([d[at], d[at + 1]])
+}
+
+#[inline(always)]
+fn be32(d: &[u8], at: usize) -> u32 {
+    u32::from_be_bytes([d[at], d[at + 1], d[at + 2], d[at + 3]])
+}
+
+impl Decap {
+    /// Reads `[ID, DPORT, ANNO, IMPL]`.
+    pub(crate) fn configure(ctx: &ConfigureCtx<'_>, tunnel: Tunnel) -> Result<Decap, Vec<String>> {
+        let mut a = Args::new(&ctx.args);
+        let only: Option<u32> = a.read_p(tunnel.id_name());
+        let dport = if tunnel == Tunnel::Nvgre {
+            0
+        } else {
+            a.read_or("DPORT", tunnel.default_port())
+        };
+        let anno_name: String = a.read_or("ANNO", "AGGREGATE".to_string());
+        let fast = crate::parse::read_impl(&mut a);
+        let anno = match anno_name.as_str() {
+            "none" => None,
+            n => match linerate_runtime::anno::anno_by_name(n) {
+                Some(i) if i.offset + 4 <= linerate_runtime::anno::USER_ANNO_SIZE => Some(i.offset),
+                _ => {
+                    a.error(format!(
+                        "ANNO: expected annotation name or 'none', not '{n}'"
+                    ));
+                    None
+                }
+            },
+        };
+        a.complete().map_err(|e| e.0)?;
+        Ok(Decap {
+            tunnel,
+            fast,
+            has_out1: ctx.noutputs() > 1,
+            only,
+            dport,
+            anno,
+            counts: Counts::new(DECAP_REASONS),
+        })
+    }
+
+    /// The outer headers checked with fixed offsets.
+    #[inline(always)]
+    fn find_fast(&self, d: &[u8]) -> Result<Found, u8> {
+        let n = d.len();
+        if n < 14 {
+            return Err(DEC_TRUNCATED);
+        }
+        let (l4, end, proto) = match be16(d, 12) {
+            0x0800 => {
+                if n < 34 {
+                    return Err(DEC_TRUNCATED);
+                }
+                let hl = usize::from(d[14] & 15) * 4;
+                let total = usize::from(be16(d, 16));
+                if d[14] >> 4 != 4 || hl < 20 || total < hl || 14 + total > n {
+                    return Err(DEC_BAD_IP);
+                }
+                if be16(d, 20) & 0x3fff != 0 {
+                    return Err(DEC_BAD_IP);
+                }
+                (14 + hl, 14 + total, d[23])
+            }
+            0x86dd => {
+                if n < 54 {
+                    return Err(DEC_TRUNCATED);
+                }
+                let end = 54 + usize::from(be16(d, 18));
+                if d[14] >> 4 != 6 || end > n {
+                    return Err(DEC_BAD_IP);
+                }
+                (54, end, d[20])
+            }
+            _ => return Err(DEC_NOT_IP),
+        };
+        let (start, end, id) = match self.tunnel {
+            Tunnel::Nvgre => {
+                if proto != 47 {
+                    return Err(DEC_NOT_TUNNEL);
+                }
+                if l4 + 8 > end {
+                    return Err(DEC_TRUNCATED);
+                }
+                if be32(d, l4) != 0x2000_6558 {
+                    return Err(DEC_BAD_HEADER);
+                }
+                (l4 + 8, end, be32(d, l4 + 4) >> 8)
+            }
+            Tunnel::Vxlan | Tunnel::Gtpu => {
+                if proto != 17 {
+                    return Err(DEC_NOT_TUNNEL);
+                }
+                if l4 + 16 > end {
+                    return Err(DEC_TRUNCATED);
+                }
+                if be16(d, l4 + 2) != self.dport {
+                    return Err(DEC_NOT_TUNNEL);
+                }
+                let ulen = usize::from(be16(d, l4 + 4));
+                if ulen < 16 || l4 + ulen > end {
+                    return Err(DEC_BAD_HEADER);
+                }
+                let t = l4 + 8;
+                let uend = l4 + ulen;
+                if self.tunnel == Tunnel::Vxlan {
+                    if d[t] & vxlan::FLAG_I == 0 {
+                        return Err(DEC_BAD_HEADER);
+                    }
+                    (t + 8, uend, be32(d, t + 4) >> 8)
+                } else {
+                    let g = gtpu::Packet::new_unchecked(&d[t..uend]);
+                    if g.check_len().is_err() || g.version() != 1 || !g.protocol_type() {
+                        return Err(DEC_BAD_HEADER);
+                    }
+                    if g.msg_type() != gtpu::G_PDU {
+                        return Err(DEC_NOT_GPDU);
+                    }
+                    let s = t + g.header_len();
+                    let e = t + 8 + usize::from(g.len());
+                    return self.finish_gtpu(d, s, e, g.teid());
+                }
+            }
+        };
+        if end - start < 14 {
+            return Err(DEC_BAD_INNER);
+        }
+        if self.only.is_some_and(|o| o != id) {
+            return Err(DEC_WRONG_ID);
+        }
+        Ok(Found { start, end, id })
+    }
+
+    #[inline(always)]
+    fn finish_gtpu(&self, d: &[u8], s: usize, e: usize, id: u32) -> Result<Found, u8> {
+        if !matches!(d.get(s).map(|b| b >> 4), Some(4 | 6)) || s >= e {
+            return Err(DEC_BAD_INNER);
+        }
+        if self.only.is_some_and(|o| o != id) {
+            return Err(DEC_WRONG_ID);
+        }
+        Ok(Found {
+            start: s,
+            end: e,
+            id,
+        })
+    }
+
+    /// The outer headers checked with `linerate_wire`'s views.
+    fn find_reference(&self, d: &[u8]) -> Result<Found, u8> {
+        let eth = EthernetPacket::new_checked(d).map_err(|_| DEC_TRUNCATED)?;
+        let rest = eth.payload();
+        let (ip_hl, ip_payload, proto) = match eth.ethertype() {
+            EtherType::IPV4 => {
+                if rest.len() < 20 {
+                    return Err(DEC_TRUNCATED);
+                }
+                let ip = Ipv4Packet::new_checked(rest).map_err(|_| DEC_BAD_IP)?;
+                let r = Ipv4Repr::parse(&ip).map_err(|_| DEC_BAD_IP)?;
+                if r.more_frags || r.frag_offset != 0 {
+                    return Err(DEC_BAD_IP);
+                }
+                (ip.header_len(), ip.payload(), r.protocol)
+            }
+            EtherType::IPV6 => {
+                if rest.len() < 40 {
+                    return Err(DEC_TRUNCATED);
+                }
+                let ip = Ipv6Packet::new_checked(rest).map_err(|_| DEC_BAD_IP)?;
+                let r = Ipv6Repr::parse(&ip).map_err(|_| DEC_BAD_IP)?;
+                (40, ip.payload(), r.next_header)
+            }
+            _ => return Err(DEC_NOT_IP),
+        };
+        let l4 = 14 + ip_hl;
+        let (start, end, id) = match self.tunnel {
+            Tunnel::Nvgre => {
+                if proto != IpProtocol::GRE {
+                    return Err(DEC_NOT_TUNNEL);
+                }
+                if ip_payload.len() < gre::NVGRE_LEN {
+                    return Err(DEC_TRUNCATED);
+                }
+                let g = gre::Packet::new_unchecked(ip_payload);
+                let r = gre::Repr::parse(&g).map_err(|_| DEC_BAD_HEADER)?;
+                let Some(key) = r.key else {
+                    return Err(DEC_BAD_HEADER);
+                };
+                if r.checksum || r.sequence.is_some() || r.protocol != gre::PROTO_TEB {
+                    return Err(DEC_BAD_HEADER);
+                }
+                (l4 + 8, l4 + ip_payload.len(), key >> 8)
+            }
+            Tunnel::Vxlan | Tunnel::Gtpu => {
+                if proto != IpProtocol::UDP {
+                    return Err(DEC_NOT_TUNNEL);
+                }
+                if ip_payload.len() < 16 {
+                    return Err(DEC_TRUNCATED);
+                }
+                let u = UdpPacket::new_unchecked(ip_payload);
+                if u.dst_port() != self.dport {
+                    return Err(DEC_NOT_TUNNEL);
+                }
+                let u = UdpPacket::new_checked(ip_payload).map_err(|_| DEC_BAD_HEADER)?;
+                let inner = u.payload();
+                if inner.len() < 8 {
+                    return Err(DEC_BAD_HEADER);
+                }
+                if self.tunnel == Tunnel::Vxlan {
+                    let v = vxlan::Packet::new_checked(inner).map_err(|_| DEC_BAD_HEADER)?;
+                    let r = vxlan::Repr::parse(&v).map_err(|_| DEC_BAD_HEADER)?;
+                    (l4 + 16, l4 + 8 + inner.len(), r.vni)
+                } else {
+                    let g = gtpu::Packet::new_checked(inner).map_err(|_| DEC_BAD_HEADER)?;
+                    let r = gtpu::Repr::parse(&g).map_err(|_| DEC_BAD_HEADER)?;
+                    if r.msg_type != gtpu::G_PDU {
+                        return Err(DEC_NOT_GPDU);
+                    }
+                    let s = l4 + 8 + g.header_len();
+                    return self.finish_gtpu(d, s, s + r.payload_len, r.teid);
+                }
+            }
+        };
+        if end - start < 14 {
+            return Err(DEC_BAD_INNER);
+        }
+        if self.only.is_some_and(|o| o != id) {
+            return Err(DEC_WRONG_ID);
+        }
+        Ok(Found { start, end, id })
+    }
+
+    /// Strips the outer headers (and link padding) and sets the
+    /// annotations. GTP-U keeps an Ethernet header: the outer addresses
+    /// with the inner IP version's EtherType.
+    #[inline(always)]
+    fn strip(&self, p: &mut Packet, f: Found) {
+        let n = p.len();
+        p.take(n - f.end);
+        if self.tunnel == Tunnel::Gtpu {
+            let v6 = p.data()[f.start] >> 4 == 6;
+            let d = p.data_mut();
+            let mut eth = [0u8; 14];
+            eth[..12].copy_from_slice(&d[..12]);
+            eth[12..].copy_from_slice(if v6 { &[0x86, 0xdd] } else { &[0x08, 0x00] });
+            d[f.start - 14..f.start].copy_from_slice(&eth);
+            p.pull(f.start - 14);
+            p.set_network_header(14);
+            p.anno_mut().transport_header = NO_HEADER;
+        } else {
+            p.pull(f.start);
+            p.clear_headers();
+        }
+        p.anno_mut().set_u8(offsets::L4_PROTO, 0);
+        p.anno_mut().flow_hash = 0;
+        if let Some(o) = self.anno {
+            p.anno_mut().set_u32(o, f.id);
+        }
+    }
+
+    /// Decapsulates every packet of `batch`; returns the inner packets and
+    /// the rejected ones (unchanged).
+    pub(crate) fn process(&mut self, mut batch: Batch) -> (Batch, Option<Batch>) {
+        let mut counts = std::mem::replace(&mut self.counts, Counts::new(DECAP_REASONS));
+        let fast = self.fast;
+        let bad = run_batch(&mut batch, &mut counts, |p| {
+            let f = if fast {
+                self.find_fast(p.data())?
+            } else {
+                self.find_reference(p.data())?
+            };
+            self.strip(p, f);
+            Ok(())
+        });
+        self.counts = counts;
+        (batch, bad)
+    }
+}
+
+/// Implements `Element` for an encap or decap wrapper `$t` whose field
+/// `inner` has `process`, `has_out1` and `counts`.
+macro_rules! tunnel_element {
+    ($t:ty, $handlers:expr) => {
+        impl linerate_runtime::Element for $t {
+            fn action(
+                &mut self,
+                batch: linerate_runtime::Batch,
+                ctx: &mut linerate_runtime::Ctx<'_>,
+            ) -> linerate_runtime::Batch {
+                let (good, bad) = self.inner.process(batch);
+                if let (Some(b), true) = (bad, self.inner.has_out1) {
+                    ctx.push(1, b);
+                }
+                good
+            }
+            fn handlers(&self) -> &[linerate_runtime::HandlerSpec] {
+                $handlers
+            }
+            fn read_handler(&self, name: &str) -> Option<String> {
+                self.inner.counts.read(name)
+            }
+            fn drops(&self) -> Vec<(&'static str, u64)> {
+                self.inner.counts.drops()
+            }
+            fn as_any(&self) -> &dyn std::any::Any {
+                self
+            }
+        }
+    };
+}
+pub(crate) use tunnel_element;

@@ -56,6 +56,7 @@ pub mod ipv4;
 pub mod ipv6;
 pub mod ipv6ext;
 pub mod prelude;
+pub mod scion;
 pub mod tcp;
 pub mod udp;
 pub mod vlan;

@@ -22,8 +22,8 @@
 //!   router's name in `topology.json`'s `border_routers`. Interfaces of the
 //!   other routers are sibling links reached through their internal
 //!   address.
-//! - `NOW` (timestamp, default: the system clock): fixes the data-plane
-//!   clock (Unix seconds) for replaying captures.
+//! - `NOW` (timestamp or `system`, default `system`): fixes the
+//!   data-plane clock (Unix seconds) for replaying captures.
 //! - `IMPL` (`fast` or `reference`, default `fast`): `reference` runs the
 //!   packets one at a time and computes each MAC with the textbook RFC 4493
 //!   CMAC (subkeys derived per call).
@@ -112,8 +112,8 @@ fn make(ctx: &ConfigureCtx<'_>) -> Result<Box<dyn Element>, Vec<String>> {
     use linerate_args::Args;
     let mut a = Args::new(&ctx.args);
     let config: Option<String> = a.read_mp("CONFIG");
-    let id: Option<String> = a.read("ID");
-    let now: Option<Timestamp> = a.read("NOW");
+    let id: Option<String> = a.read::<String>("ID").filter(|s| !s.is_empty());
+    let now: String = a.read_or("NOW", "system".to_string());
     let imp: String = a.read_or("IMPL", "fast".to_string());
     a.complete().map_err(|e| e.0)?;
     let reference = match imp.as_str() {
@@ -121,9 +121,13 @@ fn make(ctx: &ConfigureCtx<'_>) -> Result<Box<dyn Element>, Vec<String>> {
         "reference" => true,
         _ => return Err(vec!["IMPL: expected fast or reference".into()]),
     };
+    let now = match now.trim() {
+        "system" => None,
+        t => Some(crate::parse_value::<Timestamp>(t).map_err(|e| vec![format!("NOW: {e}")])?.nanos),
+    };
     let dir = config.ok_or_else(|| vec!["CONFIG: missing".to_string()])?;
     let topo = Topology::load(Path::new(&dir), id.as_deref()).map_err(|e| vec![e])?;
-    SCIONRouter::new(&topo, now.map(|t| t.nanos), reference)
+    SCIONRouter::new(&topo, now, reference)
         .map(|e| Box::new(e) as Box<dyn Element>)
         .map_err(|e| vec![e])
 }

@@ -347,9 +347,6 @@ func cases() []tcase {
 		// The flow id (bytes 1..3 low 20 bits) identifies the case in the output.
 		pkt[1] = pkt[1]&0xf0 | byte(flow>>16)&0x0f
 		pkt[2], pkt[3] = byte(flow>>8), byte(flow)
-		if bytes.Contains([]byte(name), []byte("udp")) {
-			_ = pkt
-		}
 		cs = append(cs, tcase{name: name, flow: flow, frame: frame(src, dst, pkt), in: pkt, check: c})
 	}
 	ia := addr.MustParseIA

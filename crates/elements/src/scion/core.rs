@@ -84,7 +84,7 @@ pub enum Verdict {
     /// to that router's internal address).
     Forward(usize),
     /// Deliver to a local host.
-    Deliver(SocketAddr),
+    Deliver(Ep),
 }
 
 /// An underlay endpoint in compact form.
@@ -227,6 +227,8 @@ pub struct Plan {
     ingress: u8,
     /// Underlay source of the frame (SCMP replies to the internal network).
     src: Ep,
+    /// Underlay destination of the frame.
+    dst: Ep,
 }
 
 impl Plan {
@@ -243,6 +245,7 @@ impl Plan {
             scion_len: 0,
             ingress: NO_IF,
             src: Ep::default(),
+            dst: Ep::default(),
         }
     }
     fn edit(&mut self, off: usize, val: u16, stage: u8) {
@@ -389,12 +392,13 @@ impl Dataplane {
     /// Stage 1: everything up to the MAC checks, reading only.
     pub fn stage1(&self, f: &[u8]) -> Plan {
         match self.underlay(f) {
-            Ok((off, len, src, ingress)) => {
+            Ok((off, len, src, dst, ingress)) => {
                 let mut plan = self.scion(&f[off..off + len], ingress, &src);
                 plan.scion_off = off as u16;
                 plan.scion_len = len as u16;
                 plan.ingress = ingress.map_or(NO_IF, |i| i as u8);
                 plan.src = src;
+                plan.dst = dst;
                 plan
             }
             Err(d) => Plan::new(Verdict::Drop(d)),
@@ -403,12 +407,11 @@ impl Dataplane {
 
     /// Parses Ethernet/IP/UDP: (SCION offset, SCION length, source, link).
     #[inline]
-    fn underlay(&self, f: &[u8]) -> Result<(usize, usize, Ep, Option<usize>), Drop> {
+    fn underlay(&self, f: &[u8]) -> Result<(usize, usize, Ep, Ep, Option<usize>), Drop> {
         if f.len() < ETH_LEN + 20 {
             return Err(Drop::Underlay);
         }
-        let mut src = Ep::default();
-        let mut dst = Ep::default();
+        let (mut src, mut dst);
         let udp = match be16(f, 12) {
             0x0800 => {
                 let ip = &f[ETH_LEN..];
@@ -423,13 +426,17 @@ impl Dataplane {
                 {
                     return Err(Drop::Underlay);
                 }
-                src.ip[10] = 0xff;
-                src.ip[11] = 0xff;
-                dst.ip = src.ip;
-                src.ip[12..].copy_from_slice(&ip[12..16]);
-                dst.ip[12..].copy_from_slice(&ip[16..20]);
-                src.v4 = true;
-                dst.v4 = true;
+                let mapped = |a: u32| (0xffff_u128 << 32 | u128::from(a)).to_be_bytes();
+                src = Ep {
+                    ip: mapped(be32(ip, 12)),
+                    port: 0,
+                    v4: true,
+                };
+                dst = Ep {
+                    ip: mapped(be32(ip, 16)),
+                    port: 0,
+                    v4: true,
+                };
                 (ETH_LEN + hl, ETH_LEN + tl)
             }
             0x86dd => {
@@ -441,8 +448,21 @@ impl Dataplane {
                 if ip[0] >> 4 != 6 || ip[6] != 17 || 40 + pl > ip.len() {
                     return Err(Drop::Underlay);
                 }
-                src.ip.copy_from_slice(&ip[8..24]);
-                dst.ip.copy_from_slice(&ip[24..40]);
+                let a = |o: usize| {
+                    let mut b = [0u8; 16];
+                    b.copy_from_slice(&ip[o..o + 16]);
+                    b
+                };
+                src = Ep {
+                    ip: a(8),
+                    port: 0,
+                    v4: false,
+                };
+                dst = Ep {
+                    ip: a(24),
+                    port: 0,
+                    v4: false,
+                };
                 (ETH_LEN + 40, ETH_LEN + 40 + pl)
             }
             _ => return Err(Drop::Underlay),
@@ -458,7 +478,7 @@ impl Dataplane {
         src.port = be16(f, u);
         dst.port = be16(f, u + 2);
         let link = self.link_of(&src, &dst)?;
-        Ok((u + 8, ulen - 8, src, link))
+        Ok((u + 8, ulen - 8, src, dst, link))
     }
 
     fn scion(&self, s: &[u8], ingress: Option<usize>, usrc: &Ep) -> Plan {
@@ -742,14 +762,14 @@ impl Dataplane {
                     _ => return Verdict::Scmp(typ::DESTINATION_UNREACHABLE, 0, 0),
                 };
                 return match list.first() {
-                    Some(a) => Verdict::Deliver(*a),
+                    Some(a) => Verdict::Deliver(Ep::from(*a)),
                     None => Verdict::Scmp(typ::DESTINATION_UNREACHABLE, 0, 0),
                 };
             }
             _ => return bad_dst,
         };
         match l4_port(s, h.header_len(), h.next_hdr()) {
-            Some(port) => Verdict::Deliver(SocketAddr::new(ip, port)),
+            Some(port) => Verdict::Deliver(Ep::from(SocketAddr::new(ip, port))),
             None => Verdict::Drop(Drop::Undeliverable),
         }
     }
@@ -853,35 +873,26 @@ impl Dataplane {
                 let d = p.data_mut();
                 let s = &mut d[so..so + sl];
                 let onehop = s[8] == path_type::ONEHOP;
-                // The checksum adjustment covers PathMeta and the info fields.
-                let (lo, hi) = edit_span(plan);
-                let before = if hi > lo {
-                    checksum::sum(&s[lo..hi])
-                } else {
-                    0
-                };
+                // Ones'-complement change of the SCION bytes, for the UDP checksum.
+                let mut delta = 0u32;
                 for e in &plan.edits[..usize::from(plan.nedits)] {
                     if e.stage <= passed {
                         let o = usize::from(e.off);
+                        delta += u32::from(!be16(s, o)) + u32::from(e.val);
                         s[o..o + 2].copy_from_slice(&e.val.to_be_bytes());
                     }
                 }
                 if onehop && !matches!(v, Verdict::Scmp(..)) {
-                    let before_all = checksum::sum(s);
+                    let before = checksum::sum(s);
                     if !self.onehop_apply(s, ingress) {
                         v = Verdict::Drop(Drop::OneHop);
                         self.stats.drops[Drop::OneHop as usize] += 1;
                         return (v, None);
                     }
-                    let after_all = checksum::sum(s);
-                    self.send(p, plan, v, before_all, after_all);
+                    let after = checksum::sum(s);
+                    self.send(p, plan, v, u32::from(!before) + u32::from(after));
                     return (v, None);
                 }
-                let after = if hi > lo {
-                    checksum::sum(&s[lo..hi])
-                } else {
-                    0
-                };
                 match v {
                     Verdict::Scmp(t, c, ptr) => {
                         reply = self.scmp_reply(p, plan, t, c, ptr);
@@ -896,7 +907,7 @@ impl Dataplane {
                             self.stats.scmp[k] += 1;
                         }
                     }
-                    _ => self.send(p, plan, v, before, after),
+                    _ => self.send(p, plan, v, delta),
                 }
             }
         }
@@ -905,24 +916,16 @@ impl Dataplane {
 
     /// Rewrites the underlay of a forwarded or delivered packet and counts
     /// it on its egress.
-    fn send(&mut self, p: &mut Packet, plan: &Plan, v: Verdict, before: u16, after: u16) {
+    fn send(&mut self, p: &mut Packet, plan: &Plan, v: Verdict, delta: u32) {
         let (src, dst, out_idx) = match v {
             Verdict::Forward(e) => (self.ifaces[e].src, self.ifaces[e].dst, e),
-            Verdict::Deliver(a) => (self.internal, Ep::from(a), self.ifaces.len()),
+            Verdict::Deliver(a) => (self.internal, a, self.ifaces.len()),
             _ => return,
         };
         let c = &mut self.stats.ifs[out_idx];
         c.out_pkts += 1;
         c.out_bytes += u64::from(plan.scion_len);
-        rewrite_underlay(
-            p,
-            usize::from(plan.scion_off),
-            usize::from(plan.scion_len),
-            &src,
-            &dst,
-            before,
-            after,
-        );
+        rewrite_underlay(p, plan, &src, &dst, delta);
     }
 
     /// Builds the SCMP error reply (§10) from the packet as it is now.
@@ -1032,21 +1035,6 @@ impl Dataplane {
     }
 }
 
-/// The byte span covering all edits (PathMeta and info fields).
-fn edit_span(plan: &Plan) -> (usize, usize) {
-    let mut lo = usize::MAX;
-    let mut hi = 0;
-    for e in &plan.edits[..usize::from(plan.nedits)] {
-        lo = lo.min(usize::from(e.off) & !1);
-        hi = hi.max(usize::from(e.off) + 2);
-    }
-    if lo > hi {
-        (0, 0)
-    } else {
-        (lo, hi)
-    }
-}
-
 /// Whether a source host is a valid, non-IPv4-mapped IP address (step 8).
 fn valid_host(code: u8, b: &[u8]) -> bool {
     match HostAddr::decode(code, b) {
@@ -1086,6 +1074,31 @@ fn l4_port(s: &[u8], hdr_len: usize, next_hdr: u8) -> Option<u16> {
     }
 }
 
+/// Sum of the eight 16-bit words of an address (an IPv4-mapped address
+/// sums like its four IPv4 bytes: the 0xffff word is a ones'-complement
+/// zero).
+#[inline]
+fn addr_sum(a: &[u8; 16]) -> u32 {
+    let x = u128::from_be_bytes(*a);
+    let w =
+        |v: u64| ((v >> 48) + ((v >> 32) & 0xffff) + ((v >> 16) & 0xffff) + (v & 0xffff)) as u32;
+    w((x >> 64) as u64) + w(x as u64)
+}
+
+#[inline]
+fn fold(mut s: u32) -> u16 {
+    s = (s & 0xffff) + (s >> 16);
+    s = (s & 0xffff) + (s >> 16);
+    s as u16
+}
+
+/// Sum of the UDP pseudo-header addresses and the ports of an endpoint pair
+/// (what changes when the underlay is rewritten; protocol and length stay).
+#[inline]
+fn ends_sum(src: &Ep, dst: &Ep) -> u32 {
+    addr_sum(&src.ip) + addr_sum(&dst.ip) + u32::from(src.port) + u32::from(dst.port)
+}
+
 /// Writes Ethernet (zero addresses), IP and UDP headers in front of a SCION
 /// packet of `scion_len` bytes that starts at `ETH_LEN + ip_len + 8`. The
 /// UDP checksum is `csum` when given, else computed over the payload.
@@ -1097,12 +1110,14 @@ fn write_underlay(d: &mut [u8], src: &Ep, dst: &Ep, scion_len: usize, csum: Opti
     if dst.v4 {
         d[12..14].copy_from_slice(&[0x08, 0x00]);
         let ip = &mut d[ETH_LEN..u];
+        let tl = 20 + ulen;
+        let v4 = |a: &[u8; 16]| u32::from(be16(a, 12)) + u32::from(be16(a, 14));
+        let sum = 0x4500 + u32::from(tl) + 0x4000 + 0x4011 + v4(&src.ip) + v4(&dst.ip);
         ip[..12].copy_from_slice(&[0x45, 0, 0, 0, 0, 0, 0x40, 0, 64, 17, 0, 0]);
-        ip[2..4].copy_from_slice(&(20 + ulen).to_be_bytes());
+        ip[2..4].copy_from_slice(&tl.to_be_bytes());
+        ip[10..12].copy_from_slice(&(!fold(sum)).to_be_bytes());
         ip[12..16].copy_from_slice(&src.ip[12..]);
         ip[16..20].copy_from_slice(&dst.ip[12..]);
-        let c = !checksum::sum(ip);
-        ip[10..12].copy_from_slice(&c.to_be_bytes());
     } else {
         d[12..14].copy_from_slice(&[0x86, 0xdd]);
         let ip = &mut d[ETH_LEN..u];
@@ -1118,8 +1133,8 @@ fn write_underlay(d: &mut [u8], src: &Ep, dst: &Ep, scion_len: usize, csum: Opti
         Some(c) => c,
         None => {
             d[u + 6..u + 8].fill(0);
-            let ps = pseudo_sum(src, dst, ulen);
-            let s = !checksum::combine(&[ps, checksum::sum(&d[u..u + usize::from(ulen)])]);
+            let ps = addr_sum(&src.ip) + addr_sum(&dst.ip) + 17 + u32::from(ulen);
+            let s = !checksum::combine(&[fold(ps), checksum::sum(&d[u..u + usize::from(ulen)])]);
             if s == 0 {
                 0xffff
             } else {
@@ -1130,70 +1145,19 @@ fn write_underlay(d: &mut [u8], src: &Ep, dst: &Ep, scion_len: usize, csum: Opti
     d[u + 6..u + 8].copy_from_slice(&c.to_be_bytes());
 }
 
-fn pseudo_sum(src: &Ep, dst: &Ep, ulen: u16) -> u16 {
-    if dst.v4 {
-        let mut b = [0u8; 12];
-        b[..4].copy_from_slice(&src.ip[12..]);
-        b[4..8].copy_from_slice(&dst.ip[12..]);
-        b[9] = 17;
-        b[10..12].copy_from_slice(&ulen.to_be_bytes());
-        checksum::sum(&b)
-    } else {
-        let mut b = [0u8; 40];
-        b[..16].copy_from_slice(&src.ip);
-        b[16..32].copy_from_slice(&dst.ip);
-        b[34..36].copy_from_slice(&ulen.to_be_bytes());
-        b[39] = 17;
-        checksum::sum(&b)
-    }
-}
-
 /// Replaces the frame's underlay with one from `src` to `dst`, keeping the
-/// SCION packet; the UDP checksum is adjusted incrementally from the old
-/// one (the SCION bytes whose sum went from `before` to `after` changed).
-fn rewrite_underlay(
-    p: &mut Packet,
-    so: usize,
-    sl: usize,
-    src: &Ep,
-    dst: &Ep,
-    before: u16,
-    after: u16,
-) {
-    let d = p.data();
-    let old_u = so - 8;
-    let old_csum = be16(d, old_u + 6);
-    let ulen = (sl + 8) as u16;
-    let v4_in = be16(d, 12) == 0x0800;
-    let csum = if old_csum == 0 && v4_in {
+/// SCION packet; the UDP checksum is adjusted incrementally (RFC 1624) from
+/// the received one: old addresses and ports out, new ones in, plus
+/// `delta`, the ones'-complement change of the SCION bytes.
+fn rewrite_underlay(p: &mut Packet, plan: &Plan, src: &Ep, dst: &Ep, delta: u32) {
+    let so = usize::from(plan.scion_off);
+    let sl = usize::from(plan.scion_len);
+    let old_csum = be16(p.data(), so - 2);
+    let csum = if old_csum == 0 && plan.src.v4 {
         None
     } else {
-        // Old pseudo-header and ports out, new ones in.
-        let mut old_src = Ep {
-            port: be16(d, old_u),
-            v4: v4_in,
-            ..Ep::default()
-        };
-        let mut old_dst = Ep {
-            port: be16(d, old_u + 2),
-            v4: v4_in,
-            ..Ep::default()
-        };
-        if v4_in {
-            old_src.ip[12..].copy_from_slice(&d[ETH_LEN + 12..ETH_LEN + 16]);
-            old_dst.ip[12..].copy_from_slice(&d[ETH_LEN + 16..ETH_LEN + 20]);
-        } else {
-            old_src.ip.copy_from_slice(&d[ETH_LEN + 8..ETH_LEN + 24]);
-            old_dst.ip.copy_from_slice(&d[ETH_LEN + 24..ETH_LEN + 40]);
-        }
-        let ports = |a: &Ep, b: &Ep| checksum::combine(&[a.port, b.port]);
-        let old = checksum::combine(&[
-            pseudo_sum(&old_src, &old_dst, ulen),
-            ports(&old_src, &old_dst),
-            before,
-        ]);
-        let new = checksum::combine(&[pseudo_sum(src, dst, ulen), ports(src, dst), after]);
-        let s = !checksum::combine(&[!old_csum, !old, new]);
+        let old = fold(ends_sum(&plan.src, &plan.dst));
+        let s = !fold(u32::from(!old_csum) + u32::from(!old) + ends_sum(src, dst) + delta);
         Some(if s == 0 { 0xffff } else { s })
     };
     let new_off = ETH_LEN + if dst.v4 { 20 } else { 40 } + 8;

@@ -123,7 +123,11 @@ fn make(ctx: &ConfigureCtx<'_>) -> Result<Box<dyn Element>, Vec<String>> {
     };
     let now = match now.trim() {
         "system" => None,
-        t => Some(crate::parse_value::<Timestamp>(t).map_err(|e| vec![format!("NOW: {e}")])?.nanos),
+        t => Some(
+            crate::parse_value::<Timestamp>(t)
+                .map_err(|e| vec![format!("NOW: {e}")])?
+                .nanos,
+        ),
     };
     let dir = config.ok_or_else(|| vec!["CONFIG: missing".to_string()])?;
     let topo = Topology::load(Path::new(&dir), id.as_deref()).map_err(|e| vec![e])?;
@@ -174,20 +178,6 @@ impl SCIONRouter {
         })
     }
 
-    /// Sends the verdict of one finished packet to its output batch.
-    fn route(&mut self, p: Packet, outs: &mut [Batch; 3], v: Verdict, reply: Option<Packet>) {
-        match v {
-            Verdict::Forward(_) | Verdict::Deliver(_) => outs[0].push(p),
-            Verdict::Scmp(..) => {
-                if let Some(r) = reply {
-                    outs[0].push(r);
-                }
-            }
-            Verdict::Slow => outs[1].push(p),
-            Verdict::Drop(_) => outs[2].push(p),
-        }
-    }
-
     fn process(&mut self, batch: Batch, outs: &mut [Batch; 3]) {
         if self.reference {
             for mut p in batch {
@@ -200,7 +190,7 @@ impl SCIONRouter {
                 let (v, r) = self
                     .dp
                     .finish(&mut p, &plan, &macs[..usize::from(plan.nmacs)]);
-                self.route(p, outs, v, r);
+                route(p, outs, v, r);
             }
             return;
         }
@@ -217,16 +207,31 @@ impl SCIONRouter {
         self.dp.hop_mac().finish_blocks(&mut self.blocks);
         let mut k = 0;
         for (i, mut p) in batch.into_iter().enumerate() {
-            let plan = self.plans[i];
+            let plan = &self.plans[i];
             let n = usize::from(plan.nmacs);
             let mut macs = [[0u8; 16]; 2];
             for (j, m) in macs.iter_mut().enumerate().take(n) {
                 *m = self.blocks[k + j].into();
             }
             k += n;
-            let (v, r) = self.dp.finish(&mut p, &plan, &macs[..n]);
-            self.route(p, outs, v, r);
+            let (v, r) = self.dp.finish(&mut p, plan, &macs[..n]);
+            route(p, outs, v, r);
         }
+    }
+}
+
+/// Sends the verdict of one finished packet to its output batch.
+#[inline]
+fn route(p: Packet, outs: &mut [Batch; 3], v: Verdict, reply: Option<Packet>) {
+    match v {
+        Verdict::Forward(_) | Verdict::Deliver(_) => outs[0].push(p),
+        Verdict::Scmp(..) => {
+            if let Some(r) = reply {
+                outs[0].push(r);
+            }
+        }
+        Verdict::Slow => outs[1].push(p),
+        Verdict::Drop(_) => outs[2].push(p),
     }
 }
 

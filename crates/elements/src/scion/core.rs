@@ -232,6 +232,7 @@ pub struct Plan {
 }
 
 impl Plan {
+    #[inline]
     fn new(verdict: Verdict) -> Plan {
         Plan {
             blocks: [[0; 16]; 2],
@@ -248,6 +249,7 @@ impl Plan {
             dst: Ep::default(),
         }
     }
+    #[inline]
     fn edit(&mut self, off: usize, val: u16, stage: u8) {
         self.edits[usize::from(self.nedits)] = Edit {
             off: off as u16,
@@ -256,11 +258,13 @@ impl Plan {
         };
         self.nedits += 1;
     }
+    #[inline]
     fn meta(&mut self, off: usize, m: Meta, stage: u8) {
         let w = m.to_word();
         self.edit(off, (w >> 16) as u16, stage);
         self.edit(off + 2, w as u16, stage);
     }
+    #[inline]
     fn mac(&mut self, block: [u8; 16], expect: [u8; 6], fail: Verdict) {
         let i = usize::from(self.nmacs);
         self.blocks[i] = block;
@@ -292,6 +296,7 @@ fn be32(b: &[u8], o: usize) -> u32 {
 }
 
 /// Whether the link-type pair is allowed (§9.3 step 15).
+#[inline]
 fn pair_ok(from: LinkType, to: LinkType, xover: bool) -> bool {
     use LinkType::*;
     if xover {
@@ -481,6 +486,7 @@ impl Dataplane {
         Ok((u + 8, ulen - 8, src, dst, link))
     }
 
+    #[inline]
     fn scion(&self, s: &[u8], ingress: Option<usize>, usrc: &Ep) -> Plan {
         let Ok(h) = header::Packet::new_checked(s) else {
             return Plan::new(Verdict::Drop(Drop::Malformed));
@@ -513,7 +519,7 @@ impl Dataplane {
             return Plan::new(Drop(self::Drop::Malformed));
         };
         let m = p.meta();
-        let ninf = p.num_inf();
+        let ninf = m.num_inf().unwrap_or(0);
         let nhops = m.num_hops();
         let hf = usize::from(m.curr_hf);
         let inf = usize::from(m.curr_inf);
@@ -521,8 +527,10 @@ impl Dataplane {
         if ninf == 0 || hf >= nhops || inf >= ninf || inf != m.segment_of(hf) {
             return Plan::new(Drop(self::Drop::InvalidPath));
         }
-        let info_off = po + p.info_offset(inf);
-        let hop_off = po + p.hop_offset(hf);
+        let info_at = |i: usize| po + 4 + INFO_LEN * i;
+        let hop_at = |j: usize| po + 4 + INFO_LEN * ninf + HOP_LEN * j;
+        let info_off = info_at(inf);
+        let hop_off = hop_at(hf);
         let flags = s[info_off];
         let cons_dir = flags & path::INFO_CONS_DIR != 0;
         let peer = flags & path::INFO_PEER != 0;
@@ -569,8 +577,8 @@ impl Dataplane {
         if ingress.is_none() && hf != 0 {
             let first_after_xover = inf > 0 && m.segment_of(hf - 1) == inf - 1;
             let pkt_in = if !peering && first_after_xover {
-                let pi = po + p.info_offset(inf - 1);
-                let ph = po + p.hop_offset(hf - 1);
+                let pi = info_at(inf - 1);
+                let ph = hop_at(hf - 1);
                 if s[pi] & path::INFO_CONS_DIR != 0 {
                     be16(s, ph + 2)
                 } else {
@@ -659,8 +667,8 @@ impl Dataplane {
             plan.meta(po, meta, 1);
             cur_hf = hf + 1;
             cur_inf = usize::from(meta.curr_inf);
-            let io = po + p.info_offset(cur_inf);
-            let ho = po + p.hop_offset(cur_hf);
+            let io = info_at(cur_inf);
+            let ho = hop_at(cur_hf);
             cons_dir = s[io] & path::INFO_CONS_DIR != 0;
             let h2 = &s[ho..ho + HOP_LEN];
             let ts2 = be32(s, io + 4);
@@ -677,8 +685,8 @@ impl Dataplane {
                 pp2(pp::INVALID_HOP_FIELD_MAC),
             );
         }
-        let info_off = po + p.info_offset(cur_inf);
-        let hop_off = po + p.hop_offset(cur_hf);
+        let info_off = info_at(cur_inf);
+        let hop_off = hop_at(cur_hf);
         let hop = &s[hop_off..hop_off + HOP_LEN];
         let ptr_hf = hop_off as u16;
         let pp = |code| Scmp(typ::PARAMETER_PROBLEM, code, ptr_hf);

@@ -57,6 +57,7 @@ pub mod path_type {
 /// [`crate::Error::Malformed`] for a second HBH, an E2E before an HBH or a
 /// second E2E; [`crate::Error::Truncated`] when an extension header runs past
 /// the buffer.
+#[inline]
 pub fn upper_layer(scion: &[u8], hdr_len: usize, next_hdr: u8) -> crate::Result<(u8, usize)> {
     let mut nh = next_hdr;
     let mut off = hdr_len;

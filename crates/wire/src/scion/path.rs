@@ -353,12 +353,14 @@ impl<T: AsRef<[u8]>> StandardPath<T> {
         StandardPath { buffer }
     }
     /// Wraps a buffer after [`check_len`](Self::check_len).
+    #[inline]
     pub fn new_checked(buffer: T) -> Result<StandardPath<T>> {
         let p = Self::new_unchecked(buffer);
         p.check_len()?;
         Ok(p)
     }
     /// See the module documentation.
+    #[inline]
     pub fn check_len(&self) -> Result<()> {
         let b = self.buffer.as_ref();
         if b.len() < META_LEN {

@@ -24,6 +24,7 @@ mod flowexport;
 mod encap;
 mod flow;
 mod parse;
+mod scion;
 mod standard;
 pub mod traffic;
 
@@ -100,6 +101,7 @@ pub fn all_cases(dir: &Path) -> Vec<Case> {
     v.extend(parse::cases(dir));
     v.extend(encap::cases(dir));
     v.extend(flow::cases(dir));
+    v.extend(scion::cases(dir));
     v
 }
 

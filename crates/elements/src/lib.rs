@@ -22,6 +22,7 @@ pub mod ip;
 pub mod iproute;
 pub mod model;
 pub mod parse;
+pub mod scion;
 pub mod standard;
 pub mod tcpudp;
 pub mod threads;
@@ -50,6 +51,7 @@ pub fn classes() -> Vec<ElementClass> {
     v.extend_from_slice(tcpudp::CLASSES);
     v.extend_from_slice(parse::CLASSES);
     v.extend_from_slice(encap::CLASSES);
+    v.extend_from_slice(scion::CLASSES);
     v
 }
 

@@ -61,6 +61,7 @@ pub mod ipv6ext;
 pub mod l4;
 pub mod netflow9;
 pub mod prelude;
+pub mod scion;
 pub mod tcp;
 pub mod udp;
 pub mod vlan;

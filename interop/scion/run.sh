@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Interoperability check of linerate's SCION border router against the
+# reference implementation (github.com/scionproto/scion v0.15.1, pinned in
+# go.mod): builds the checker with Go, runs nfs/scion-br.click through the
+# linerate binary and decodes the output with the reference library.
+#
+# Go caches live under the cargo target directory (GOMODCACHE, GOCACHE), so a
+# warm CI cache makes the Go build incremental. GO (default: go on PATH, then
+# /usr/local/go/bin/go) and LINERATE (default: a debug build) can be set.
+set -euo pipefail
+root="$(cd "$(dirname "$0")/../.." && pwd)"
+target="${CARGO_TARGET_DIR:-$root/target}"
+go="${GO:-$(command -v go || echo /usr/local/go/bin/go)}"
+if [ ! -x "$go" ]; then
+  echo "scion interop: no Go toolchain (set GO=...)" >&2
+  exit 1
+fi
+export GOMODCACHE="$target/go/mod" GOCACHE="$target/go/cache" GOFLAGS=-mod=mod GOTOOLCHAIN=local
+if [ -z "${LINERATE:-}" ]; then
+  (cd "$root" && cargo build -q --bin linerate)
+  LINERATE="$target/debug/linerate"
+fi
+(cd "$root/interop/scion" && "$go" build -o "$target/go/scion-interop" .)
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+cd "$root"
+"$target/go/scion-interop" -linerate "$LINERATE" -click nfs/scion-br.click -work "$work"

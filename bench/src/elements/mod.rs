@@ -2,14 +2,15 @@
 //!
 //! Each [`Case`] names an element configuration and the traffic it gets.
 //! The runner writes the traffic to a pcap file, loads it into a
-//! `MemoryReplay(FILE ...)` source (frames held in memory, handed out as
-//! zero-copy views, round-robin) and times, on the thread's CPU clock, three
-//! single-threaded routers:
+//! `MemoryReplay(FILE ..., COPY true)` source (frames held in memory,
+//! replayed round-robin, each copied into the packet's own writable buffer
+//! as a NIC's receive DMA would leave it) and times, on the thread's CPU
+//! clock, three single-threaded routers:
 //!
 //! ```click
-//! src :: MemoryReplay(FILE f, LIMIT n, STOP true) -> Discard;                       // base
-//! src :: MemoryReplay(FILE f, LIMIT n, STOP true) -> e :: ELEMENT; e[k] -> Discard; // element
-//! src :: MemoryReplay(FILE f, LIMIT n, STOP true) -> e :: REFERENCE; ...            // reference
+//! src :: MemoryReplay(FILE f, COPY true, LIMIT n, STOP true) -> Discard;     // base
+//! src :: MemoryReplay(...) -> e :: ELEMENT; e[k] -> Discard;                 // element
+//! src :: MemoryReplay(...) -> e :: REFERENCE; e[k] -> Discard;               // reference
 //! ```
 //!
 //! interleaved, `runs` times each. An element's cost is
@@ -20,9 +21,9 @@
 //! preamble, gap or FCS). The speed-up column divides the reference
 //! implementation's cost by the element's.
 
-mod flowexport;
 mod encap;
 mod flow;
+mod flowexport;
 mod parse;
 mod scion;
 mod standard;
@@ -221,7 +222,7 @@ fn measure(case: &Case, size: usize, dir: &Path, opts: &Options) -> Result<Row, 
     write_pcap(&trace, &frames)?;
     let n = ((opts.packets as f64 * case.scale) as u64).max(1000);
     let src = format!(
-        "MemoryReplay(FILE \"{}\", LIMIT {n}, STOP true)",
+        "MemoryReplay(FILE \"{}\", COPY true, LIMIT {n}, STOP true)",
         trace.display()
     );
     let base = format!("src :: {src} -> Discard;\n");

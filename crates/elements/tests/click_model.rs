@@ -50,23 +50,30 @@ fn memoryreplay_replays_a_file_round_robin() {
         w.write(2, 100, &[2u8; 100]).unwrap();
         w.flush().unwrap();
     }
-    let r = run(&format!(
-        "s :: MemoryReplay(FILE {}, LIMIT 5, STOP true) -> ToDump({});",
-        input.display(),
-        out.display()
-    ));
-    assert_eq!(read(&r, "s.count"), "5");
-    drop(r);
-    let mut rd = PcapReader::open(&out).unwrap();
-    let mut v = Vec::new();
-    while let Some(x) = rd.next_record() {
-        v.push(x.unwrap().data.to_vec());
+    // COPY true hands out packets in their own buffers; either way a writer
+    // (EtherRewrite) changes the packet, never the replayed frame.
+    for copy in [false, true] {
+        let r = run(&format!(
+            "s :: MemoryReplay(FILE {}, COPY {copy}, LIMIT 5, STOP true) \
+             -> EtherRewrite(0:0:0:0:0:1, ff:ff:ff:ff:ff:ff) -> ToDump({});",
+            input.display(),
+            out.display()
+        ));
+        assert_eq!(read(&r, "s.count"), "5");
+        drop(r);
+        let mut rd = PcapReader::open(&out).unwrap();
+        let mut v = Vec::new();
+        while let Some(x) = rd.next_record() {
+            v.push(x.unwrap().data.to_vec());
+        }
+        let lens: Vec<usize> = v.iter().map(Vec::len).collect();
+        assert_eq!(lens, [60, 100, 60, 100, 60], "COPY {copy}");
+        assert_eq!(v[2][0], 0xff, "COPY {copy}");
+        assert_eq!(&v[1][..6], &[0xff; 6], "COPY {copy}");
+        assert!(v[3][12..].iter().all(|&b| b == 2), "COPY {copy}");
     }
     std::fs::remove_file(&out).unwrap();
     std::fs::remove_file(&input).unwrap();
-    let lens: Vec<usize> = v.iter().map(Vec::len).collect();
-    assert_eq!(lens, [60, 100, 60, 100, 60]);
-    assert!(v[1].iter().all(|&b| b == 2));
 }
 
 #[test]

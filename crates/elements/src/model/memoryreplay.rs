@@ -23,6 +23,10 @@
 //!   instead of built ones (loaded into memory at configure time, at most
 //!   16,777,216 frames and 1 GiB; `LENGTH` and `PACKETS` are then ignored).
 //!   `linerate bench elements` feeds each element its traffic this way.
+//! - `COPY` (boolean, default false): copy each frame into the packet's own
+//!   pool buffer, as a NIC's DMA engine fills a receive buffer, instead of
+//!   handing out a zero-copy view. Elements that write to packets then do
+//!   not pay for a copy-on-write; the copy is the source's cost.
 //!
 //! Frame `i` (from 0) is `02:00:00:00:00:01 > 02:00:00:00:00:02`, IPv4
 //! (`ttl 64`, id `i`, valid header checksum) from `10.0.0.0 + i` to
@@ -52,7 +56,7 @@
 
 use linerate_runtime::packet::with_pool;
 use linerate_runtime::{
-    Batch, ConfigureCtx, Ctx, Element, ElementClass, HandlerSpec, IoCounts, DEFAULT_BURST,
+    Batch, ConfigureCtx, Ctx, Element, ElementClass, HandlerSpec, IoCounts, Packet, DEFAULT_BURST,
 };
 use std::any::Any;
 
@@ -117,6 +121,7 @@ struct MemoryReplay {
     count: u64,
     push: bool,
     stopped: bool,
+    copy: bool,
 }
 
 fn make(ctx: &ConfigureCtx<'_>) -> Result<Box<dyn Element>, Vec<String>> {
@@ -129,6 +134,7 @@ fn make(ctx: &ConfigureCtx<'_>) -> Result<Box<dyn Element>, Vec<String>> {
     let active = a.read_or("ACTIVE", true);
     let timestamp = a.read_or("TIMESTAMP", true);
     let file: Option<String> = a.read("FILE");
+    let copy = a.read_or("COPY", false);
     a.complete().map_err(|e| e.0)?;
     if let Some(f) = file {
         let frames = load_frames(&f).map_err(|e| vec![e])?;
@@ -224,6 +230,7 @@ impl MemoryReplay {
             count: 0,
             push: ctx.output_is_push(0),
             stopped: false,
+            copy: false,
         })
     }
 }
@@ -259,6 +266,25 @@ impl MemoryReplay {
         let mut bytes = 0u64;
         let mut b = Batch::new();
         let out = b.vec_mut();
+        if self.copy {
+            for _ in 0..n {
+                let len = lens[next] as usize;
+                bytes += len as u64;
+                // SAFETY: frame `next` lies within the buffer (stride * nframes bytes).
+                let f = unsafe { std::slice::from_raw_parts(base.add(next * stride), len) };
+                let mut p = Packet::from_slice(f);
+                p.set_timestamp_ns(ts);
+                out.push(p);
+                next += 1;
+                if next == nframes {
+                    next = 0;
+                }
+            }
+            self.next = next;
+            self.count += n as u64;
+            self.bytes += bytes;
+            return Some(b);
+        }
         // SAFETY: the frames are owned by this element, which lives as long
         // as the router and so longer than any packet that may be read; the
         // closure allocates packets only through the pool it is given.

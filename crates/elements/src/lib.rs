@@ -15,6 +15,7 @@ macro_rules! element_doc {
 
 pub mod analysis;
 pub mod classification;
+pub mod crypto;
 pub mod ethernet;
 pub mod flow;
 pub mod ip;
@@ -46,6 +47,7 @@ pub fn classes() -> Vec<ElementClass> {
     v.extend_from_slice(userlevel::CLASSES);
     v.extend_from_slice(iproute::CLASSES);
     v.extend_from_slice(tcpudp::CLASSES);
+    v.extend_from_slice(crypto::CLASSES);
     v
 }
 

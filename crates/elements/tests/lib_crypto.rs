@@ -354,6 +354,23 @@ block-size data. The key needs to be hashed before being used by the HMAC algori
             "{t}"
         );
     }
+    // Several messages in lockstep (SHA-NI lanes), uneven lengths.
+    let data: Vec<u8> = (0..700u32).map(|i| (i * 7) as u8).collect();
+    let msgs: Vec<&[u8]> = [0, 1, 55, 56, 64, 119, 120, 300, 699, 5, 64]
+        .iter()
+        .map(|&n| &data[..n])
+        .collect();
+    let h = HmacSha1::new::<Sha1Compress>(&[0x42; 20]);
+    let want: Vec<[u8; 32]> = msgs.iter().map(|m| h.mac::<Sha1Compress>(m)).collect();
+    let mut out = vec![[0u8; 32]; msgs.len()];
+    h.mac_sha1_lanes::<1>(&msgs, &mut out);
+    assert_eq!(out, want);
+    h.mac_sha1_lanes::<2>(&msgs, &mut out);
+    assert_eq!(out, want);
+    h.mac_sha1_lanes::<3>(&msgs, &mut out);
+    assert_eq!(out, want);
+    h.mac_sha1_lanes::<4>(&msgs, &mut out);
+    assert_eq!(out, want);
     // Through the elements: RFC 2202 case 5 as HMAC-SHA1-96, RFC 4231 case 5
     // truncated to 128 bits; then verified and stripped.
     for imp in ["fast", "reference"] {

@@ -58,7 +58,7 @@
 //! measured GB/s per core). Click has no HMAC element; linerate's is new.
 
 use super::maccore::{self, MacAlgo};
-use super::primitives::{HmacSha1, Sha1Compress};
+use super::primitives::{HmacSha1, Sha1Compress, HMAC_SHA1_LANES};
 use hmac::{KeyInit, Mac};
 use linerate_runtime::{ConfigureCtx, Element, ElementClass};
 
@@ -85,9 +85,7 @@ impl MacAlgo for HmacSha1 {
         hmac::Hmac::new_from_slice(key).map_err(|e| e.to_string())
     }
     fn mac_batch(&mut self, msgs: &[&[u8]], out: &mut [[u8; 32]]) {
-        for (m, o) in msgs.iter().zip(out.iter_mut()) {
-            *o = self.mac::<Sha1Compress>(m);
-        }
+        self.mac_sha1_lanes::<HMAC_SHA1_LANES>(msgs, out);
     }
     fn mac_ref(r: &Self::Ref, msg: &[u8]) -> [u8; 32] {
         let mut h = r.clone();

@@ -228,6 +228,10 @@ impl Cmac128 {
     }
 }
 
+/// Messages [`HmacSha1::mac_sha1_lanes`] hashes in lockstep in the
+/// elements (chosen by measurement, `bench/examples/crypto_libs.rs`).
+pub const HMAC_SHA1_LANES: usize = 2;
+
 /// Keyed HMAC state: the compression states after the `ipad` and `opad`
 /// blocks, so a MAC costs the message's blocks plus one outer block.
 #[derive(Clone, Copy)]
@@ -341,4 +345,187 @@ fn digest_tail<C: Compress<W>, const W: usize>(
     flat[nb * 64 - 8..nb * 64].copy_from_slice(&bits.to_be_bytes());
     C::compress(h, &last[..nb]);
     state_bytes(h)
+}
+
+/// SHA-1 compression of `N` independent messages in lockstep with the SHA
+/// extensions: the instructions of the `N` streams interleave, so one
+/// stream's `sha1rnds4` issues while another's waits on its latency (the
+/// CPU form of a multi-buffer hash).
+#[cfg(target_arch = "x86_64")]
+mod sha1_lanes {
+    use std::arch::x86_64::*;
+
+    /// True if the CPU has the SHA extensions and SSE4.1.
+    pub fn available() -> bool {
+        std::arch::is_x86_feature_detected!("sha") && std::arch::is_x86_feature_detected!("sse4.1")
+    }
+
+    /// One block into each of `N` states.
+    ///
+    /// # Safety
+    /// The CPU must have the `sha`, `sse2`, `ssse3` and `sse4.1` features
+    /// ([`available`]).
+    #[target_feature(enable = "sha,sse2,ssse3,sse4.1")]
+    pub unsafe fn compress<const N: usize>(states: &mut [[u32; 5]; N], blocks: [&[u8; 64]; N]) {
+        // Byte-reverses a 16-byte chunk: big-endian words, W0 in the top lane.
+        let rev = _mm_set_epi64x(0x0001_0203_0405_0607, 0x0809_0a0b_0c0d_0e0f);
+        let mut abcd = [_mm_setzero_si128(); N];
+        let mut e_save = [_mm_setzero_si128(); N];
+        let mut w = [[_mm_setzero_si128(); 4]; N];
+        for l in 0..N {
+            // SAFETY: 16-byte unaligned loads within the state and block.
+            let s = unsafe { _mm_loadu_si128(states[l].as_ptr().cast()) };
+            abcd[l] = _mm_shuffle_epi32::<0x1b>(s);
+            e_save[l] = _mm_set_epi32(states[l][4] as i32, 0, 0, 0);
+            for k in 0..4 {
+                // SAFETY: as above.
+                let m = unsafe { _mm_loadu_si128(blocks[l].as_ptr().add(16 * k).cast()) };
+                w[l][k] = _mm_shuffle_epi8(m, rev);
+            }
+        }
+        let abcd_save = abcd;
+        let mut e = [_mm_setzero_si128(); N];
+        for l in 0..N {
+            e[l] = _mm_add_epi32(e_save[l], w[l][0]);
+        }
+        // Group g (rounds 4g..4g+3) uses message vector g; w[l][g % 4]
+        // holds it, computed 4 groups ahead as the schedule needs.
+        macro_rules! group {
+            ($g:literal, $f:literal) => {
+                for l in 0..N {
+                    let prev = abcd[l];
+                    abcd[l] = _mm_sha1rnds4_epu32::<$f>(abcd[l], e[l]);
+                    if $g < 19 {
+                        if $g + 1 >= 4 {
+                            let t = ($g + 1) % 4;
+                            let x = _mm_sha1msg1_epu32(w[l][t], w[l][(t + 1) % 4]);
+                            let x = _mm_xor_si128(x, w[l][(t + 2) % 4]);
+                            w[l][t] = _mm_sha1msg2_epu32(x, w[l][(t + 3) % 4]);
+                        }
+                        e[l] = _mm_sha1nexte_epu32(prev, w[l][($g + 1) % 4]);
+                    } else {
+                        e[l] = _mm_sha1nexte_epu32(prev, e_save[l]);
+                    }
+                }
+            };
+        }
+        group!(0, 0);
+        group!(1, 0);
+        group!(2, 0);
+        group!(3, 0);
+        group!(4, 0);
+        group!(5, 1);
+        group!(6, 1);
+        group!(7, 1);
+        group!(8, 1);
+        group!(9, 1);
+        group!(10, 2);
+        group!(11, 2);
+        group!(12, 2);
+        group!(13, 2);
+        group!(14, 2);
+        group!(15, 3);
+        group!(16, 3);
+        group!(17, 3);
+        group!(18, 3);
+        group!(19, 3);
+        for l in 0..N {
+            let s = _mm_shuffle_epi32::<0x1b>(_mm_add_epi32(abcd[l], abcd_save[l]));
+            // SAFETY: 16-byte unaligned store within the state.
+            unsafe { _mm_storeu_si128(states[l].as_mut_ptr().cast(), s) };
+            states[l][4] = _mm_extract_epi32::<3>(e[l]) as u32;
+        }
+    }
+}
+
+/// A message's 64-byte blocks after `prefix` bytes already hashed: its
+/// full blocks in place, then one or two padded tail blocks.
+struct Blocks<'a> {
+    full: &'a [[u8; 64]],
+    tail: [[u8; 64]; 2],
+    n: usize,
+}
+
+impl<'a> Blocks<'a> {
+    fn new(msg: &'a [u8], prefix: u64) -> Blocks<'a> {
+        let (full, t) = msg.as_chunks::<64>();
+        let mut tail = [[0u8; 64]; 2];
+        let flat = tail.as_flattened_mut();
+        flat[..t.len()].copy_from_slice(t);
+        flat[t.len()] = 0x80;
+        let nt = if t.len() < 56 { 1 } else { 2 };
+        let bits = (prefix + msg.len() as u64) * 8;
+        flat[nt * 64 - 8..nt * 64].copy_from_slice(&bits.to_be_bytes());
+        Blocks {
+            full,
+            tail,
+            n: full.len() + nt,
+        }
+    }
+
+    #[inline]
+    fn get(&self, i: usize) -> &[u8; 64] {
+        match self.full.get(i) {
+            Some(b) => b,
+            None => &self.tail[i - self.full.len()],
+        }
+    }
+}
+
+impl HmacState<5> {
+    /// HMAC-SHA1 of `msgs` into `out` (same length; the first 20 bytes of
+    /// each), `L` messages at a time through the SHA extensions in lockstep
+    /// (`L` = 1 to 4; see [`HMAC_SHA1_LANES`]). Without the SHA extensions,
+    /// one message at a time.
+    pub fn mac_sha1_lanes<const L: usize>(&self, msgs: &[&[u8]], out: &mut [[u8; 32]]) {
+        assert_eq!(msgs.len(), out.len());
+        #[cfg(target_arch = "x86_64")]
+        if sha1_lanes::available() {
+            let mut groups = msgs.chunks_exact(L);
+            let mut outs = out.chunks_exact_mut(L);
+            for (m, o) in (&mut groups).zip(&mut outs) {
+                // SAFETY: the CPU has the SHA extensions (checked above).
+                unsafe { self.sha1_group::<L>(m, o) };
+            }
+            for (m, o) in groups.remainder().iter().zip(outs.into_remainder()) {
+                *o = self.mac::<Sha1Compress>(m);
+            }
+            return;
+        }
+        for (m, o) in msgs.iter().zip(out.iter_mut()) {
+            *o = self.mac::<Sha1Compress>(m);
+        }
+    }
+
+    /// # Safety
+    /// The CPU must have the SHA extensions and SSE4.1.
+    #[cfg(target_arch = "x86_64")]
+    unsafe fn sha1_group<const L: usize>(&self, msgs: &[&[u8]], out: &mut [[u8; 32]]) {
+        let streams: [Blocks<'_>; L] = std::array::from_fn(|l| Blocks::new(msgs[l], 64));
+        let mut st = [self.inner; L];
+        let common = streams.iter().map(|s| s.n).min().unwrap_or(0);
+        for i in 0..common {
+            let b: [&[u8; 64]; L] = std::array::from_fn(|l| streams[l].get(i));
+            // SAFETY: the caller checked the CPU features.
+            unsafe { sha1_lanes::compress::<L>(&mut st, b) };
+        }
+        for (s, h) in streams.iter().zip(st.iter_mut()) {
+            for i in common..s.n {
+                Sha1Compress::compress(h, std::slice::from_ref(s.get(i)));
+            }
+        }
+        let outer: [[u8; 64]; L] = std::array::from_fn(|l| {
+            let mut blk = [0u8; 64];
+            blk[..20].copy_from_slice(&state_bytes(&st[l])[..20]);
+            blk[20] = 0x80;
+            blk[56..].copy_from_slice(&((64 + 20) as u64 * 8).to_be_bytes());
+            blk
+        });
+        let mut fin = [self.outer; L];
+        // SAFETY: as above.
+        unsafe { sha1_lanes::compress::<L>(&mut fin, std::array::from_fn(|l| &outer[l])) };
+        for (o, h) in out.iter_mut().zip(fin.iter()) {
+            *o = state_bytes(h);
+        }
+    }
 }

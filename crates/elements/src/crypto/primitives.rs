@@ -65,7 +65,7 @@ pub fn parse_hex(s: &str) -> Result<Vec<u8>, String> {
         .bytes()
         .filter(|c| !c.is_ascii_whitespace() && *c != b':')
         .collect();
-    if digits.len() % 2 != 0 {
+    if !digits.len().is_multiple_of(2) {
         return Err("odd number of hex digits".into());
     }
     digits
@@ -165,7 +165,7 @@ impl Cmac128 {
     fn last_block(&self, msg: &[u8]) -> [u8; 16] {
         let n = msg.len();
         let mut b = [0u8; 16];
-        let (tail, key) = if n > 0 && n % 16 == 0 {
+        let (tail, key) = if n > 0 && n.is_multiple_of(16) {
             (&msg[n - 16..], &self.k1)
         } else {
             let t = &msg[n - n % 16..];
@@ -230,7 +230,7 @@ impl Cmac128 {
 
 /// Messages [`HmacSha1::mac_sha1_lanes`] hashes in lockstep in the
 /// elements (chosen by measurement, `bench/examples/crypto_libs.rs`).
-pub const HMAC_SHA1_LANES: usize = 2;
+pub const HMAC_SHA1_LANES: usize = 4;
 
 /// Keyed HMAC state: the compression states after the `ipad` and `opad`
 /// blocks, so a MAC costs the message's blocks plus one outer block.
@@ -377,10 +377,10 @@ mod sha1_lanes {
             let s = unsafe { _mm_loadu_si128(states[l].as_ptr().cast()) };
             abcd[l] = _mm_shuffle_epi32::<0x1b>(s);
             e_save[l] = _mm_set_epi32(states[l][4] as i32, 0, 0, 0);
-            for k in 0..4 {
+            for (k, wk) in w[l].iter_mut().enumerate() {
                 // SAFETY: as above.
                 let m = unsafe { _mm_loadu_si128(blocks[l].as_ptr().add(16 * k).cast()) };
-                w[l][k] = _mm_shuffle_epi8(m, rev);
+                *wk = _mm_shuffle_epi8(m, rev);
             }
         }
         let abcd_save = abcd;

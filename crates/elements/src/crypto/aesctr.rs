@@ -101,6 +101,10 @@ pub const CLASS: ElementClass = ElementClass {
 /// Keystream blocks generated per cipher call.
 const KS_BLOCKS: usize = 768;
 
+/// Regions at least this long are encrypted on their own, counters in
+/// registers (`AesKey::apply_ctr32`); shorter ones share the buffer.
+const DIRECT_MIN: usize = 256;
+
 #[derive(Clone, Copy)]
 enum Iv {
     Field(usize),
@@ -278,37 +282,59 @@ impl AesCtr {
                 bad[i] = true;
                 continue;
             };
-            let nb = l.div_ceil(16);
-            if used + nb > self.ks.len() && used > 0 {
-                self.flush(pk, used);
-                used = 0;
-            }
-            if nb > self.ks.len() {
-                self.ks.resize(nb, [0; 16]);
-            }
             let first = self.first_block(&pk[i]);
-            let ks = &mut self.ks[used..used + nb];
-            match self.iv {
-                Iv::Field(_) => {
-                    for (j, b) in ks.iter_mut().enumerate() {
-                        *b = ctr_add(&first, j as u64);
-                    }
-                }
-                Iv::Nonce(..) => {
-                    for (j, b) in ks.iter_mut().enumerate() {
-                        *b = first;
-                        b[12..].copy_from_slice(&(j as u32).wrapping_add(1).to_be_bytes());
-                    }
-                }
+            let low = u32::from_be_bytes([first[12], first[13], first[14], first[15]]);
+            // The direct path counts in the low word only: no carry out of it.
+            let no_carry = u64::from(low) + l.div_ceil(16) as u64 <= 1 << 32;
+            if l >= DIRECT_MIN && (matches!(self.iv, Iv::Nonce(..)) || no_carry) {
+                self.key
+                    .apply_ctr32(&first, &mut pk[i].data_mut()[s..s + l]);
+                self.count += 1;
+                self.bytes += l as u64;
+            } else {
+                self.batch_one(pk, i, (s, l), first, &mut used);
             }
-            self.pending.push((i, s, l, used));
-            used += nb;
-            self.count += 1;
-            self.bytes += l as u64;
         }
         if used > 0 {
             self.flush(pk, used);
         }
+    }
+
+    /// Queues packet `i`'s region for the shared keystream buffer.
+    fn batch_one(
+        &mut self,
+        pk: &mut [Packet],
+        i: usize,
+        (s, l): (usize, usize),
+        first: [u8; 16],
+        used: &mut usize,
+    ) {
+        let nb = l.div_ceil(16);
+        if *used + nb > self.ks.len() && *used > 0 {
+            self.flush(pk, *used);
+            *used = 0;
+        }
+        if nb > self.ks.len() {
+            self.ks.resize(nb, [0; 16]);
+        }
+        let ks = &mut self.ks[*used..*used + nb];
+        match self.iv {
+            Iv::Field(_) => {
+                for (j, b) in ks.iter_mut().enumerate() {
+                    *b = ctr_add(&first, j as u64);
+                }
+            }
+            Iv::Nonce(..) => {
+                for (j, b) in ks.iter_mut().enumerate() {
+                    *b = first;
+                    b[12..].copy_from_slice(&(j as u32).wrapping_add(1).to_be_bytes());
+                }
+            }
+        }
+        self.pending.push((i, s, l, *used));
+        *used += nb;
+        self.count += 1;
+        self.bytes += l as u64;
     }
 
     fn run_reference(&mut self, pk: &mut [Packet], bad: &mut [bool]) {

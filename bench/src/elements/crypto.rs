@@ -35,6 +35,30 @@ pub fn cases(_dir: &Path) -> Vec<Case> {
     );
     cmac.reference = Some(cmac.config.replace(')', ", IMPL reference)"));
     cmac.goal = Some(Goal::Mpps(60.0));
+    // SCION's router verifies: frames carry the right MAC, nothing is
+    // written (no copy of MemoryReplay's zero-copy views).
+    let mut verify = Case::header(
+        "AESCMAC",
+        format!(
+            "AESCMAC(KEY {KEY128}, OFFSET 14, LENGTH 16, MODE verify, MAC_OFFSET 34, MACLEN 6)"
+        ),
+        "AES-128, one block, 6-byte MAC verified",
+        |s| {
+            let key = linerate_elements::crypto::primitives::parse_hex(KEY128).unwrap_or_default();
+            let c = linerate_elements::crypto::primitives::Cmac128::new(&key);
+            let mut frames = traffic::udp4(1024, s);
+            if let Ok(c) = c {
+                for f in &mut frames {
+                    let mac = c.mac(&f[14..30]);
+                    f[34..40].copy_from_slice(&mac[..6]);
+                }
+            }
+            frames
+        },
+    );
+    verify.reference = Some(verify.config.replace(')', ", IMPL reference)"));
+    verify.outputs = 2;
+    verify.goal = Some(Goal::Mpps(60.0));
     vec![
         per_byte(
             "AESCTR",
@@ -61,5 +85,6 @@ pub fn cases(_dir: &Path) -> Vec<Case> {
             None,
         ),
         cmac,
+        verify,
     ]
 }

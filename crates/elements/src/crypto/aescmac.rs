@@ -48,17 +48,26 @@
 //!
 //! # Implementation
 //! The subkeys K1 and K2 are derived at configure time
-//! (`crypto::primitives::Cmac128`, public for the SCION router). Packets
-//! are handled 32 at a time; their CBC chains advance together: round `r`
-//! XORs block `r` of every packet that has one into its chaining value and
-//! encrypts all of them in one call of the `aes` crate, which runs 30
-//! independent blocks per VAES pass (8 per AES-NI pass). For one-block
+//! (`crypto::primitives::Cmac128`, public for the SCION router, with the
+//! batch call `mac_blocks` for 16-byte messages). Packets are handled 32 at
+//! a time; their CBC chains advance together: round `r` XORs block `r` of
+//! every packet that has one into its chaining value and encrypts all of
+//! them in one call (VAES, 16 blocks per pass, where the CPU has it; see
+//! AESCTR), so the AES pipeline is fed from many packets. For one-block
 //! messages (SCION) the whole group is one pass: `AES(M ^ K1)` for 32
-//! packets. No allocation; regions are read in place. Measured (AMD
-//! EPYC, shared machine): 5.1 ns per block 64 at a time, against 116 ns
-//! per block for RustCrypto's `cmac` crate (see AESCTR's documentation for
-//! the library comparison). Click has no CMAC
-//! element; linerate's is new.
+//! packets, 2.1 ns per block against 112 ns for RustCrypto's `cmac` per
+//! block (AMD EPYC, shared machine; AESCTR's documentation has the library
+//! comparison). No allocation; regions are read in place.
+//!
+//! Profile of the benchmark (`perf`): the AES work is under 2 % of the
+//! time; in `compute` mode most of an element's cost is the first write
+//! into each packet, which copies the benchmark source's zero-copy view
+//! (`Packet::make_unique` and `memmove`), and the per-packet bookkeeping
+//! of the generic MAC element (regions, results, outputs); `verify` mode
+//! writes nothing. Benchmark table (load average 8-12): 21.8 Mpps in
+//! `compute` mode and 40.2 Mpps in `verify` mode against the 60 Mpps
+//! goal, 3.4x and 5.4x the reference. Click has no CMAC element;
+//! linerate's is new.
 
 use super::maccore::{self, MacAlgo};
 use super::primitives::Cmac128;

@@ -26,6 +26,7 @@ mod flow;
 mod flowexport;
 mod parse;
 mod scion;
+mod crypto;
 mod standard;
 pub mod traffic;
 
@@ -103,6 +104,7 @@ pub fn all_cases(dir: &Path) -> Vec<Case> {
     v.extend(encap::cases(dir));
     v.extend(flow::cases(dir));
     v.extend(scion::cases(dir));
+    v.extend(crypto::cases(dir));
     v
 }
 

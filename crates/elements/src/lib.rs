@@ -15,6 +15,7 @@ macro_rules! element_doc {
 
 pub mod analysis;
 pub mod classification;
+pub mod crypto;
 pub mod encap;
 pub mod ethernet;
 pub mod flow;
@@ -52,6 +53,7 @@ pub fn classes() -> Vec<ElementClass> {
     v.extend_from_slice(parse::CLASSES);
     v.extend_from_slice(encap::CLASSES);
     v.extend_from_slice(scion::CLASSES);
+    v.extend_from_slice(crypto::CLASSES);
     v
 }
 

@@ -27,6 +27,7 @@ pub mod queue;
 pub mod ratedsource;
 pub mod ratedsplitter;
 pub mod ratedunqueue;
+pub mod reorderbuffer;
 pub mod resize;
 pub mod roundrobinswitch;
 pub mod script;
@@ -77,6 +78,7 @@ pub const CLASSES: &[ElementClass] = &[
     ratedsource::CLASS,
     ratedsplitter::CLASS,
     ratedunqueue::CLASS,
+    reorderbuffer::CLASS,
     resize::CLASS,
     roundrobinswitch::CLASS,
     script::CLASS,

@@ -1,0 +1,117 @@
+//! Computes, appends or verifies an HMAC-SHA1 (RFC 2104) over a packet
+//! region, optionally truncated (HMAC-SHA1-96 with `MACLEN 12`).
+//!
+//! # Synopsis
+//! `HMACSHA1(KEY [, KEYWORDS])`
+//!
+//! # Ports
+//! One agnostic input; agnostic output 0; optional push output 1 for
+//! packets too short for the region or the MAC and, in verify mode, for
+//! packets whose MAC does not match (dropped when output 1 is not
+//! connected).
+//!
+//! # Arguments
+//! - `KEY` (hex string, mandatory): the HMAC key, any length (keys longer
+//!   than 64 bytes are hashed first, as RFC 2104 says).
+//! - `OFFSET` (unsigned, default 0): where the MACed region starts.
+//! - `LENGTH` (unsigned, default: to the end of the packet, or up to a
+//!   trailing MAC in verify mode): the region's length.
+//! - `MODE` (`compute` or `verify`, default `compute`): `compute` writes
+//!   the MAC at `MAC_OFFSET`, or appends it to the packet when `MAC_OFFSET`
+//!   is not given; `verify` compares it with the bytes at `MAC_OFFSET`, or
+//!   with the packet's last `MACLEN` bytes.
+//! - `MACLEN` (1 to 20, default 20): bytes of the MAC written or compared
+//!   (its leading bytes, RFC 2104 section 5).
+//! - `MAC_OFFSET` (unsigned): where the MAC lies in the packet.
+//! - `STRIP` (boolean, default false): in verify mode with a trailing MAC,
+//!   remove the MAC from packets that pass.
+//! - `IMPL` (`fast` or `reference`, default `fast`): `reference` computes
+//!   each packet's MAC on its own with RustCrypto's `hmac` crate (the key
+//!   schedule cloned per packet); `fast` is described below. Both give
+//!   identical results.
+//!
+//! # Handlers
+//! - `count` (read): packets MACed.
+//! - `failures` (read): packets whose MAC did not verify.
+//! - `drops` (read): packets too short for the region or the MAC.
+//! - `key` (write): a new key, in hex.
+//!
+//! # Example
+//! ```click
+//! // HMAC-SHA1-96 over everything after the IP
+//! // header: appended, then checked and stripped.
+//! FromDump(in.pcap, STOP true)
+//!     -> HMACSHA1(KEY 0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b, OFFSET 34, MACLEN 12)
+//!     -> v :: HMACSHA1(KEY 0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b, OFFSET 34,
+//!                     MACLEN 12, MODE verify, STRIP true)
+//!     -> ToDump(out.pcap);
+//! v[1] -> Discard;
+//! ```
+//!
+//! # Implementation
+//! The key's `ipad` and `opad` blocks are compressed once, at configure
+//! time and on a key write, so a MAC costs the region's blocks plus one
+//! outer block. Full blocks are compressed straight from the packet, no
+//! copy. The compression function is RustCrypto's `sha1`, which uses the
+//! SHA-NI extensions when the CPU has them.
+//!
+//! Packets are handled 32 at a time: regions located first, the MACs of
+//! the group computed together, then written or compared. No Rust library
+//! measured (RustCrypto, ring) hashes several buffers at once, and the SHA
+//! extensions work on one stream: `sha1rnds4` has a latency of several
+//! cycles, so one stream leaves the unit idle. linerate therefore runs
+//! SHA-1 over 4 packets in lockstep (`HmacSha1::mac_sha1_lanes`, on the
+//! same instructions, checked against RustCrypto): 2.49 GB/s per core for
+//! 1500-byte messages against 1.14 GB/s one packet at a time with
+//! RustCrypto, 1.79 with 2 lanes and 2.14 with 3 (AMD EPYC, shared
+//! machine; see AESCTR's documentation for the
+//! library comparison). Messages of different lengths run in lockstep for
+//! their common blocks. The reservation station of ClickNP's SHA-1 unit
+//! becomes this interleaving of independent packets' rounds.
+//!
+//! Element cost at 1500 bytes (benchmark table, batches of 64, load
+//! average 8-12): 800 ns per packet, 15 Gbps, against 1632 ns for `IMPL
+//! reference`; the 20 Gbps goal is not met on this machine. The SHA-1
+//! rounds alone take about 600 ns (2.49 GB/s with 4 lanes; more lanes were
+//! not measured, 4 already use more than the 16 XMM registers); appending the MAC
+//! copies the benchmark source's zero-copy view first (`make_unique`).
+//! Click has no HMAC element; linerate's is new.
+
+use super::maccore::{self, MacAlgo};
+use super::primitives::{HmacSha1, Sha1Compress, HMAC_SHA1_LANES};
+use hmac::{KeyInit, Mac};
+use linerate_runtime::{ConfigureCtx, Element, ElementClass};
+
+/// The `HMACSHA1` element class.
+pub const CLASS: ElementClass = ElementClass {
+    name: "HMACSHA1",
+    port_count: "1/1-2",
+    processing: "a/ah",
+    doc: element_doc!("crypto/hmacsha1"),
+    make,
+};
+
+fn make(ctx: &ConfigureCtx<'_>) -> Result<Box<dyn Element>, Vec<String>> {
+    maccore::make::<HmacSha1>(ctx)
+}
+
+impl MacAlgo for HmacSha1 {
+    const OUT: usize = 20;
+    type Ref = hmac::Hmac<sha1::Sha1>;
+    fn new(key: &[u8]) -> Result<Self, String> {
+        Ok(HmacSha1::new::<Sha1Compress>(key))
+    }
+    fn new_ref(key: &[u8]) -> Result<Self::Ref, String> {
+        hmac::Hmac::new_from_slice(key).map_err(|e| e.to_string())
+    }
+    fn mac_batch(&mut self, msgs: &[&[u8]], out: &mut [[u8; 32]]) {
+        self.mac_sha1_lanes::<HMAC_SHA1_LANES>(msgs, out);
+    }
+    fn mac_ref(r: &Self::Ref, msg: &[u8]) -> [u8; 32] {
+        let mut h = r.clone();
+        h.update(msg);
+        let mut out = [0u8; 32];
+        out[..20].copy_from_slice(&h.finalize().into_bytes());
+        out
+    }
+}

@@ -28,6 +28,12 @@ fn pack(b: &[u8; MAX_KEY]) -> Key {
     k
 }
 
+/// Key equality without a call to `memcmp`.
+#[inline(always)]
+pub(crate) fn key_eq(a: &Key, b: &Key) -> bool {
+    ((a[0] ^ b[0]) | (a[1] ^ b[1]) | (a[2] ^ b[2]) | (a[3] ^ b[3]) | (a[4] ^ b[4])) == 0
+}
+
 /// The key of a 5-tuple: its 38 bytes in [`FlowKey`]'s layout.
 #[inline(always)]
 pub(crate) fn flow_key(f: &FlowKey) -> Key {
@@ -194,11 +200,46 @@ impl KeySpec {
                 }
             }
             KeySpec::Bytes { off, len } => {
-                b[..len].copy_from_slice(p.data().get(off..off.checked_add(len)?)?);
+                let d = p.data().get(off..off.checked_add(len)?)?;
+                // Whole words straight from the packet where it has them.
+                if let Some(w) = p.data().get(off..off + MAX_KEY) {
+                    let mut k = [0u64; 5];
+                    for (i, x) in k.iter_mut().enumerate() {
+                        let lo = i * 8;
+                        if lo < len {
+                            let mut y = [0u8; 8];
+                            y.copy_from_slice(&w[lo..lo + 8]);
+                            let keep = (len - lo).min(8) * 8;
+                            *x = u64::from_le_bytes(y) & (u64::MAX >> (64 - keep));
+                        }
+                    }
+                    return Some(k);
+                }
+                b[..len].copy_from_slice(d);
             }
             KeySpec::Anno(a) => b[..a.size].copy_from_slice(&p.anno().user[a.offset..][..a.size]),
         }
         Some(pack(&b))
+    }
+
+    /// The keys of up to 64 packets. 5-tuples are read for every packet
+    /// first and packed afterwards, so that packing does not wait for the
+    /// stores of the call that just wrote them.
+    #[inline(always)]
+    pub(crate) fn extract_batch(&self, pkts: &[Packet], out: &mut [Option<Key>]) {
+        if *self == KeySpec::Flow {
+            let mut f = [None; 64];
+            for (f, p) in f.iter_mut().zip(pkts) {
+                *f = FlowKey::from_packet(p);
+            }
+            for (o, f) in out.iter_mut().zip(&f[..pkts.len()]) {
+                *o = f.as_ref().map(flow_key);
+            }
+        } else {
+            for (o, p) in out.iter_mut().zip(pkts) {
+                *o = self.extract(p);
+            }
+        }
     }
 
     /// Parse the text form of a key (handlers and table files): a 5-tuple
@@ -333,7 +374,7 @@ impl Cuckoo {
             let mut m = match_mask(&self.tags[b as usize], l.tag);
             while m != 0 {
                 let s = b as usize * SLOTS + m.trailing_zeros() as usize;
-                if self.entries[s].key == *k {
+                if key_eq(&self.entries[s].key, k) {
                     return Some(s);
                 }
                 m &= m - 1;
@@ -385,7 +426,7 @@ impl Cuckoo {
                 (None, _) | (_, u32::MAX) => None,
                 (Some(k), c) => {
                     let e = &self.entries[c as usize];
-                    if e.key == *k {
+                    if key_eq(&e.key, k) {
                         Some(e.value)
                     } else {
                         // A tag collision: search both buckets in full.
@@ -587,6 +628,20 @@ mod tests {
         assert_eq!(b.parse_key("0a0b0c").unwrap()[0], 0x0c0b0a);
         assert!(KeySpec::parse("OFFSET 0 LEN 41").is_err());
         assert!(KeySpec::parse("ANNO NOPE").is_err());
+    }
+
+    #[test]
+    fn byte_keys_long_and_short_packets() {
+        let data: Vec<u8> = (1..=100).collect();
+        for (off, len) in [(3, 13), (0, 40), (50, 8), (60, 40), (90, 10), (95, 6)] {
+            let spec = KeySpec::Bytes { off, len };
+            let p = Packet::from_slice(&data);
+            let hex: String = data.get(off..off + len).map_or(String::new(), |b| {
+                b.iter().map(|x| format!("{x:02x}")).collect()
+            });
+            let want = (off + len <= data.len()).then(|| spec.parse_key(&hex).unwrap());
+            assert_eq!(spec.extract(&p), want, "OFFSET {off} LEN {len}");
+        }
     }
 
     #[derive(Debug, Clone)]

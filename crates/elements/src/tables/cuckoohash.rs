@@ -265,10 +265,8 @@ impl CuckooHash {
                 for group in batch.as_mut_slice().chunks_mut(GROUP) {
                     let mut keys: [Option<Key>; GROUP] = [None; GROUP];
                     let mut vals = [None; GROUP];
-                    for (k, p) in keys.iter_mut().zip(group.iter()) {
-                        *k = spec.extract(p);
-                    }
                     let n = group.len();
+                    spec.extract_batch(group, &mut keys[..n]);
                     t.get_batch(&keys[..n], &mut vals[..n]);
                     for ((p, k), v) in group.iter_mut().zip(&keys).zip(&vals) {
                         self.class.push(match (k, v) {

@@ -91,7 +91,7 @@
 //! pass, keeping order; nothing is allocated per packet.
 
 use super::cuckoocore::{
-    flow_key, hash, parse_flow, read_table, reduce, table_lines, Cuckoo, IdAlloc, Key,
+    flow_key, hash, key_eq, parse_flow, read_table, reduce, table_lines, Cuckoo, IdAlloc, Key,
 };
 use linerate_args::{Args, Seconds};
 use linerate_runtime::anno::anno_by_name;
@@ -193,6 +193,8 @@ trait Store: Send {
     /// Keep the lines for which `f(last seen)` is true.
     fn cache_retain(&mut self, f: &mut dyn FnMut(u32) -> bool);
     fn flow_get(&self, k: &Key) -> Option<u32>;
+    /// Start loading the flow table's lines for these keys.
+    fn prefetch_flows(&self, keys: &[Option<Key>]);
     fn flow_insert(&mut self, k: Key, id: u32) -> bool;
     fn flow_remove(&mut self, k: &Key) -> Option<u32>;
     fn flows(&self) -> usize;
@@ -269,7 +271,7 @@ impl Fast {
     #[inline(always)]
     fn find(&self, k: &Key, h: u64) -> Option<usize> {
         let (first, s) = (self.set_of(h), sig(h));
-        (first..first + self.ways).find(|&g| self.line(g).sig == s && self.keys[g] == *k)
+        (first..first + self.ways).find(|&g| self.line(g).sig == s && key_eq(&self.keys[g], k))
     }
 
     fn remove_line(&mut self, g: usize) {
@@ -286,9 +288,13 @@ impl Store for Fast {
             let mut ok = [false; GROUP];
             let mut cand = [usize::MAX; GROUP];
             // Pass 1: 5-tuples, hashes, prefetch the sets.
-            for (i, p) in group.iter().enumerate() {
-                if let Some(f) = FlowKey::from_packet(p) {
-                    keys[i] = flow_key(&f);
+            let mut fk = [None; GROUP];
+            for (f, p) in fk.iter_mut().zip(group.iter()) {
+                *f = FlowKey::from_packet(p);
+            }
+            for (i, f) in fk[..group.len()].iter().enumerate() {
+                if let Some(f) = f {
+                    keys[i] = flow_key(f);
                     hs[i] = hash(&keys[i]);
                     ok[i] = true;
                     let g = self.set_of(hs[i]);
@@ -315,7 +321,10 @@ impl Store for Fast {
                 }
                 let (k, h) = (&keys[i], hs[i]);
                 let g = match cand[i] {
-                    g if g != usize::MAX && self.line(g).sig == sig(h) && self.keys[g] == *k => {
+                    g if g != usize::MAX
+                        && self.line(g).sig == sig(h)
+                        && key_eq(&self.keys[g], k) =>
+                    {
                         Some(g)
                     }
                     usize::MAX => None,
@@ -425,6 +434,11 @@ impl Store for Fast {
         self.flows.get(k)
     }
 
+    fn prefetch_flows(&self, keys: &[Option<Key>]) {
+        let mut out = [None; GROUP];
+        self.flows.get_batch(keys, &mut out[..keys.len()]);
+    }
+
     fn flow_insert(&mut self, k: Key, id: u32) -> bool {
         self.flows.insert(k, id).is_ok()
     }
@@ -457,7 +471,10 @@ impl Reference {
 
     fn pos(&self, k: &Key, h: u64) -> Option<(usize, usize)> {
         let s = self.set(h);
-        self.sets[s].iter().position(|e| e.0 == *k).map(|i| (s, i))
+        self.sets[s]
+            .iter()
+            .position(|e| key_eq(&e.0, k))
+            .map(|i| (s, i))
     }
 }
 
@@ -540,6 +557,8 @@ impl Store for Reference {
     fn flow_get(&self, k: &Key) -> Option<u32> {
         self.flows.get(k).copied()
     }
+
+    fn prefetch_flows(&self, _keys: &[Option<Key>]) {}
 
     fn flow_insert(&mut self, k: Key, id: u32) -> bool {
         self.flows.insert(k, id);
@@ -729,42 +748,55 @@ impl FlowCache {
     /// the cache, annotate.
     fn slow(&mut self, batch: &mut Batch) {
         self.class.clear();
-        for p in batch.iter_mut() {
-            let Some(f) = FlowKey::from_packet(p) else {
-                self.class.push(BAD);
-                continue;
-            };
-            let k = flow_key(&f);
-            let h = hash(&k);
-            let t = tick(p, self.c.now);
-            let known = match self.store.cache_get(&k, h) {
-                Some((id, seen)) => Some((id, seen)),
-                None => self
-                    .store
-                    .flow_get(&k)
-                    .map(|id| (id, self.c.seen[id as usize])),
-            };
-            let id = match known {
-                Some((id, seen)) if !self.c.expired(t, seen) => Some(id),
-                Some(_) => {
-                    self.remove_flow(&k, h);
-                    self.c.expired += 1;
-                    None
-                }
-                None => None,
-            };
-            let Some(id) = id.or_else(|| self.create(k)) else {
-                self.class.push(BAD);
-                continue;
-            };
-            self.store.cache_put(&k, h, id, t, &mut self.c.seen);
-            p.anno_mut().set_u32(self.c.anno, id);
-            if closes(p, &k) {
-                self.remove_flow(&k, h);
-                self.c.closed += 1;
+        for group in batch.as_mut_slice().chunks_mut(GROUP) {
+            let mut keys = [None; GROUP];
+            for (k, p) in keys.iter_mut().zip(group.iter()) {
+                *k = FlowKey::from_packet(p).map(|f| flow_key(&f));
             }
-            self.class.push(HIT);
+            // Bring the flow table's buckets and entries in for the whole
+            // group before the packets are handled one by one.
+            self.store.prefetch_flows(&keys[..group.len()]);
+            for (p, k) in group.iter_mut().zip(keys) {
+                self.slow_one(p, k);
+            }
         }
+    }
+
+    /// The slow path for one packet with key `k`.
+    fn slow_one(&mut self, p: &mut Packet, k: Option<Key>) {
+        let Some(k) = k else {
+            self.class.push(BAD);
+            return;
+        };
+        let h = hash(&k);
+        let t = tick(p, self.c.now);
+        let known = match self.store.cache_get(&k, h) {
+            Some((id, seen)) => Some((id, seen)),
+            None => self
+                .store
+                .flow_get(&k)
+                .map(|id| (id, self.c.seen[id as usize])),
+        };
+        let id = match known {
+            Some((id, seen)) if !self.c.expired(t, seen) => Some(id),
+            Some(_) => {
+                self.remove_flow(&k, h);
+                self.c.expired += 1;
+                None
+            }
+            None => None,
+        };
+        let Some(id) = id.or_else(|| self.create(k)) else {
+            self.class.push(BAD);
+            return;
+        };
+        self.store.cache_put(&k, h, id, t, &mut self.c.seen);
+        p.anno_mut().set_u32(self.c.anno, id);
+        if closes(p, &k) {
+            self.remove_flow(&k, h);
+            self.c.closed += 1;
+        }
+        self.class.push(HIT);
     }
 
     /// Send the packets of `batch` where `self.class` says.

@@ -55,6 +55,7 @@ impl FlowKey {
     /// documentation). `None` without a network header or when the
     /// addresses lie beyond the data. Ports are 0 when the transport header
     /// is unset or too short to hold them.
+    #[inline]
     pub fn from_packet(p: &Packet) -> Option<FlowKey> {
         let ip = p.network_header()?;
         let proto = p.anno().u8(offsets::L4_PROTO);

@@ -34,17 +34,25 @@ pub(crate) fn key_eq(a: &Key, b: &Key) -> bool {
     ((a[0] ^ b[0]) | (a[1] ^ b[1]) | (a[2] ^ b[2]) | (a[3] ^ b[3]) | (a[4] ^ b[4])) == 0
 }
 
-/// The key of a 5-tuple: its 38 bytes in [`FlowKey`]'s layout.
+/// The key of a 5-tuple: the addresses' bytes, then ports, protocol and
+/// version in the last word.
 #[inline(always)]
 pub(crate) fn flow_key(f: &FlowKey) -> Key {
-    let mut b = [0u8; MAX_KEY];
-    b[..16].copy_from_slice(&f.src);
-    b[16..32].copy_from_slice(&f.dst);
-    b[32..34].copy_from_slice(&f.sport.to_ne_bytes());
-    b[34..36].copy_from_slice(&f.dport.to_ne_bytes());
-    b[36] = f.proto;
-    b[37] = f.version;
-    pack(&b)
+    let w = |a: &[u8; 16], i: usize| {
+        let mut x = [0u8; 8];
+        x.copy_from_slice(&a[i..i + 8]);
+        u64::from_le_bytes(x)
+    };
+    [
+        w(&f.src, 0),
+        w(&f.src, 8),
+        w(&f.dst, 0),
+        w(&f.dst, 8),
+        u64::from(f.sport)
+            | u64::from(f.dport) << 16
+            | u64::from(f.proto) << 32
+            | u64::from(f.version) << 40,
+    ]
 }
 
 /// The 64-bit hash of a key: a multilinear sum over the five words (the
@@ -222,18 +230,12 @@ impl KeySpec {
         Some(pack(&b))
     }
 
-    /// The keys of up to 64 packets. 5-tuples are read for every packet
-    /// first and packed afterwards, so that packing does not wait for the
-    /// stores of the call that just wrote them.
+    /// The keys of a group of packets.
     #[inline(always)]
     pub(crate) fn extract_batch(&self, pkts: &[Packet], out: &mut [Option<Key>]) {
         if *self == KeySpec::Flow {
-            let mut f = [None; 64];
-            for (f, p) in f.iter_mut().zip(pkts) {
-                *f = FlowKey::from_packet(p);
-            }
-            for (o, f) in out.iter_mut().zip(&f[..pkts.len()]) {
-                *o = f.as_ref().map(flow_key);
+            for (o, p) in out.iter_mut().zip(pkts) {
+                *o = FlowKey::from_packet(p).map(|f| flow_key(&f));
             }
         } else {
             for (o, p) in out.iter_mut().zip(pkts) {

@@ -267,11 +267,36 @@ impl Fast {
         reduce(h as u32, self.sets) as usize * self.ways
     }
 
+    /// Bit `j` set where way `j` of the set starting at `first` has
+    /// signature `s` (a 4-way set is one `Quad`: four compares, no loop).
+    #[inline(always)]
+    fn sig_mask(&self, first: usize, s: u32) -> u32 {
+        if self.ways == 4 {
+            let q = &self.meta[first / 4].0;
+            (0..4).fold(0, |m, j| m | u32::from(q[j].sig == s) << j)
+        } else {
+            (0..self.ways).fold(0, |m, j| m | u32::from(self.line(first + j).sig == s) << j)
+        }
+    }
+
+    /// Among the ways of `mask` in the set at `first`, the line holding `k`.
+    #[inline(always)]
+    fn find_in(&self, first: usize, mut mask: u32, k: &Key) -> Option<usize> {
+        while mask != 0 {
+            let g = first + mask.trailing_zeros() as usize;
+            if key_eq(&self.keys[g], k) {
+                return Some(g);
+            }
+            mask &= mask - 1;
+        }
+        None
+    }
+
     /// The line holding `k`.
     #[inline(always)]
     fn find(&self, k: &Key, h: u64) -> Option<usize> {
-        let (first, s) = (self.set_of(h), sig(h));
-        (first..first + self.ways).find(|&g| self.line(g).sig == s && key_eq(&self.keys[g], k))
+        let first = self.set_of(h);
+        self.find_in(first, self.sig_mask(first, sig(h)), k)
     }
 
     fn remove_line(&mut self, g: usize) {
@@ -285,52 +310,40 @@ impl Store for Fast {
         for group in batch.as_mut_slice().chunks_mut(GROUP) {
             let mut keys = [[0u64; 5]; GROUP];
             let mut hs = [0u64; GROUP];
-            let mut ok = [false; GROUP];
-            let mut cand = [usize::MAX; GROUP];
+            let mut firsts = [usize::MAX; GROUP];
             // Pass 1: 5-tuples, hashes, prefetch the sets.
-            let mut fk = [None; GROUP];
-            for (f, p) in fk.iter_mut().zip(group.iter()) {
-                *f = FlowKey::from_packet(p);
-            }
-            for (i, f) in fk[..group.len()].iter().enumerate() {
-                if let Some(f) = f {
-                    keys[i] = flow_key(f);
+            for (i, p) in group.iter().enumerate() {
+                if let Some(f) = FlowKey::from_packet(p) {
+                    keys[i] = flow_key(&f);
                     hs[i] = hash(&keys[i]);
-                    ok[i] = true;
-                    let g = self.set_of(hs[i]);
-                    prefetch(&self.meta[g / 4]);
+                    firsts[i] = self.set_of(hs[i]);
+                    prefetch(&self.meta[firsts[i] / 4]);
                 }
             }
-            // Pass 2: compare signatures, prefetch the matching keys.
+            // Pass 2: compare signatures, prefetch the first matching key.
+            let mut masks = [0u32; GROUP];
             for i in 0..group.len() {
-                if ok[i] {
-                    let (first, s) = (self.set_of(hs[i]), sig(hs[i]));
-                    if let Some(g) = (first..first + self.ways).find(|&g| self.line(g).sig == s) {
-                        let k = &self.keys[g];
+                if firsts[i] != usize::MAX {
+                    masks[i] = self.sig_mask(firsts[i], sig(hs[i]));
+                    if masks[i] != 0 {
+                        let k = &self.keys[firsts[i] + masks[i].trailing_zeros() as usize];
                         prefetch(k);
                         prefetch(&k[4]);
-                        cand[i] = g;
                     }
                 }
             }
-            // Pass 3: compare keys, update lines, annotate.
+            // Pass 3: compare keys, update lines, annotate. A line an
+            // earlier packet of the group removed no longer matches.
             for (i, p) in group.iter_mut().enumerate() {
-                if !ok[i] {
+                let first = firsts[i];
+                if first == usize::MAX {
                     class.push(BAD);
                     continue;
                 }
                 let (k, h) = (&keys[i], hs[i]);
-                let g = match cand[i] {
-                    g if g != usize::MAX
-                        && self.line(g).sig == sig(h)
-                        && key_eq(&self.keys[g], k) =>
-                    {
-                        Some(g)
-                    }
-                    usize::MAX => None,
-                    _ => self.find(k, h),
-                };
-                let Some(g) = g else {
+                let mask = masks[i] & self.sig_mask(first, sig(h));
+                let Some(g) = self.find_in(first, mask, k) else {
+                    c.misses += 1;
                     class.push(MISS);
                     continue;
                 };
@@ -342,6 +355,7 @@ impl Store for Fast {
                         c.ids.free(id);
                     }
                     c.expired += 1;
+                    c.misses += 1;
                     class.push(MISS);
                     continue;
                 }
@@ -358,6 +372,7 @@ impl Store for Fast {
                     }
                     c.closed += 1;
                 }
+                c.hits += 1;
                 class.push(HIT);
             }
         }
@@ -488,6 +503,7 @@ impl Store for Reference {
             let k = flow_key(&f);
             let h = hash(&k);
             let Some((s, i)) = self.pos(&k, h) else {
+                c.misses += 1;
                 class.push(MISS);
                 continue;
             };
@@ -497,6 +513,7 @@ impl Store for Reference {
                 self.flows.remove(&k);
                 c.ids.free(id);
                 c.expired += 1;
+                c.misses += 1;
                 class.push(MISS);
                 continue;
             }
@@ -508,6 +525,7 @@ impl Store for Reference {
             } else {
                 self.sets[s].insert(0, (k, id, t));
             }
+            c.hits += 1;
             class.push(HIT);
         }
     }
@@ -801,10 +819,6 @@ impl FlowCache {
 
     /// Send the packets of `batch` where `self.class` says.
     fn route(&mut self, mut batch: Batch, ctx: &mut Ctx<'_>) {
-        if self.class.iter().all(|&c| c == HIT) {
-            ctx.push(0, batch);
-            return;
-        }
         let (mut hit, mut miss, mut bad) = (Batch::new(), Batch::new(), Batch::new());
         for (p, &c) in batch.drain().zip(&self.class) {
             match c {
@@ -829,17 +843,20 @@ impl Element for FlowCache {
         };
         self.c.now = ((ctx.recent_ns() >> 20) as u32).max(1);
         self.maybe_sweep(tick(first, self.c.now));
-        if port == 0 {
+        let all_hit = if port == 0 {
             self.class.clear();
+            let before = self.c.hits;
             self.store.fast(&mut batch, &mut self.c, &mut self.class);
-            let hits = self.class.iter().filter(|&&c| c == HIT).count() as u64;
-            let misses = self.class.iter().filter(|&&c| c == MISS).count() as u64;
-            self.c.hits += hits;
-            self.c.misses += misses;
+            self.c.hits - before == batch.len() as u64
         } else {
             self.slow(&mut batch);
+            self.class.iter().all(|&c| c == HIT)
+        };
+        if all_hit {
+            ctx.push(0, batch);
+        } else {
+            self.route(batch, ctx);
         }
-        self.route(batch, ctx);
     }
 
     fn handlers(&self) -> &[HandlerSpec] {

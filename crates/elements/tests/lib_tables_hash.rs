@@ -8,7 +8,7 @@ mod common;
 use linerate_io::pcap::{LinkType, PcapWriter};
 use linerate_runtime::{Router, RouterOptions};
 use proptest::prelude::*;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 fn tmp(name: &str) -> PathBuf {
@@ -52,7 +52,7 @@ fn write(r: &Router, h: &str, v: &str) -> Result<(), String> {
 }
 
 /// Lines of a summary dump without the `!` header lines.
-fn summary(p: &PathBuf) -> Vec<String> {
+fn summary(p: &Path) -> Vec<String> {
     std::fs::read_to_string(p)
         .unwrap()
         .lines()
@@ -330,7 +330,7 @@ fn packet(flow: u8, flags: u8, trunc: bool) -> Vec<u8> {
     if trunc {
         return vec![0x45, 0, 0, 20, 0, 0, 0, 0];
     }
-    let proto = if flow % 3 == 0 { 17 } else { 6 };
+    let proto = if flow.is_multiple_of(3) { 17 } else { 6 };
     v4(
         [10, 0, 0, flow % 5],
         1000 + u16::from(flow / 5),
@@ -342,7 +342,7 @@ fn packet(flow: u8, flags: u8, trunc: bool) -> Vec<u8> {
 }
 
 fn flow_text(flow: u8) -> String {
-    let proto = if flow % 3 == 0 { 17 } else { 6 };
+    let proto = if flow.is_multiple_of(3) { 17 } else { 6 };
     format!(
         "10.0.0.{} {} 10.1.0.1 80 {proto}",
         flow % 5,
@@ -373,7 +373,7 @@ fn traffic() -> impl Strategy<Value = Vec<(u64, Vec<u8>)>> {
 
 /// Run `config` (`{IMPL}` replaced) on `input`; the outputs' summaries and
 /// the handler values.
-fn outcome(config: &str, imp: &str, input: &PathBuf, reads: &[&str]) -> Vec<String> {
+fn outcome(config: &str, imp: &str, input: &Path, reads: &[&str]) -> Vec<String> {
     let o: Vec<PathBuf> = (0..2).map(|i| tmp(&format!("o{i}.txt"))).collect();
     let text = config
         .replace("{IMPL}", imp)

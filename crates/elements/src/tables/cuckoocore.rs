@@ -210,7 +210,7 @@ impl KeySpec {
             KeySpec::Bytes { off, len } => {
                 let d = p.data().get(off..off.checked_add(len)?)?;
                 // Whole words straight from the packet where it has them.
-                if let Some(w) = p.data().get(off..off + MAX_KEY) {
+                if let Some(w) = p.data().get(off..off + len.next_multiple_of(8)) {
                     let mut k = [0u64; 5];
                     for (i, x) in k.iter_mut().enumerate() {
                         let lo = i * 8;
@@ -361,7 +361,10 @@ impl Cuckoo {
 
     #[inline(always)]
     fn loc(&self, h: u64) -> Loc {
-        let t = (h >> 16) as u16;
+        // The buckets depend mostly on bits 16-31 and 48-63; the tag takes
+        // the top of a remix of all bits, so keys sharing a bucket do not
+        // share tags.
+        let t = (h.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 48) as u16;
         Loc {
             b1: reduce(h as u32, self.nbuckets),
             b2: reduce((h >> 32) as u32, self.nbuckets),

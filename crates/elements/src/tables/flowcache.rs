@@ -87,7 +87,9 @@
 //! LRU stamp) and annotate. The last-seen times are written back to the
 //! flow table only when a line is evicted or the table is swept, so a hit
 //! touches nothing but its set and its key. The flow table is
-//! `CuckooHash`'s bucketized cuckoo table. Misses are split off in one
+//! `CuckooHash`'s bucketized cuckoo table (on 2 MiB pages); the slow path
+//! prefetches its buckets and entries for a whole group of returning
+//! packets before handling them one by one. Misses are split off in one
 //! pass, keeping order; nothing is allocated per packet.
 
 use super::cuckoocore::{

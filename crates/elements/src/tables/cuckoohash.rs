@@ -76,6 +76,15 @@
 //! otherwise add a TLB miss and a page walk to its cache miss. Nothing is
 //! allocated per packet; hits stay in the batch and misses are split off
 //! in one pass, keeping order.
+//!
+//! Measured (`linerate bench elements CuckooHash`, 1,000,000 keys, on a
+//! shared 2-vCPU VM): about 73 ns per packet, 7.6 times the reference, far
+//! from the 60 Mpps. The profile shows two causes: with a small
+//! working set in cache a lookup still costs about 140 cycles and 250
+//! instructions (key extraction, hashing, the three passes' bookkeeping);
+//! with the whole table in play the prefetches of 64 packets' buckets and
+//! entries wait on DRAM (the 75 MB table and the 64 MB trace share the
+//! last-level cache with other tenants).
 
 use super::cuckoocore::{read_table, table_lines, Cuckoo, Key, KeySpec};
 use linerate_args::{Args, Raw};

@@ -91,6 +91,14 @@
 //! prefetches its buckets and entries for a whole group of returning
 //! packets before handling them one by one. Misses are split off in one
 //! pass, keeping order; nothing is allocated per packet.
+//!
+//! Measured (`linerate bench elements FlowCache`: 16K lines, 4-way,
+//! 1,000,000 flows, 95 % hits, misses returning through the slow path, on
+//! a shared 2-vCPU VM): 80 to 110 ns per packet, short of the 80
+//! Mpps. With every packet a hit the fast path alone costs about 30 ns
+//! (about 320 instructions a packet at an IPC near 3.5: the 5-tuple read,
+//! the hash and the passes' bookkeeping); the 5 % of packets on the slow
+//! path each add a DRAM access to the flow table.
 
 use super::cuckoocore::{
     flow_key, hash, key_eq, parse_flow, read_table, reduce, table_lines, Cuckoo, IdAlloc, Key,

@@ -28,6 +28,7 @@ mod parse;
 mod scion;
 mod crypto;
 mod standard;
+mod tables_hash;
 pub mod traffic;
 
 use std::path::{Path, PathBuf};
@@ -105,6 +106,7 @@ pub fn all_cases(dir: &Path) -> Vec<Case> {
     v.extend(flow::cases(dir));
     v.extend(scion::cases(dir));
     v.extend(crypto::cases(dir));
+    v.extend(tables_hash::cases(dir));
     v
 }
 

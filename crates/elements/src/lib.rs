@@ -25,6 +25,7 @@ pub mod model;
 pub mod parse;
 pub mod scion;
 pub mod standard;
+pub mod tables;
 pub mod tcpudp;
 pub mod threads;
 pub mod userlevel;
@@ -54,6 +55,7 @@ pub fn classes() -> Vec<ElementClass> {
     v.extend_from_slice(encap::CLASSES);
     v.extend_from_slice(scion::CLASSES);
     v.extend_from_slice(crypto::CLASSES);
+    v.extend_from_slice(tables::CLASSES);
     v
 }
 

@@ -1,0 +1,725 @@
+//! The exact-match machinery shared by `CuckooHash` and `FlowCache`: table
+//! keys taken from packets ([`KeySpec`]), the key hash, a bucketized cuckoo
+//! hash table with batched lookups ([`Cuckoo`]) and the flow-id allocator
+//! ([`IdAlloc`]).
+
+use linerate_runtime::anno::{anno_by_name, AnnoInfo};
+use linerate_runtime::flow::{map_v4, FlowKey};
+use linerate_runtime::Packet;
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::net::IpAddr;
+
+/// Largest key in bytes (a [`FlowKey`] takes 38).
+pub(crate) const MAX_KEY: usize = 40;
+
+/// A table key: up to [`MAX_KEY`] bytes, zero-padded, as five words.
+pub(crate) type Key = [u64; 5];
+
+/// Pack key bytes (at most [`MAX_KEY`]) into a [`Key`].
+#[inline(always)]
+fn pack(b: &[u8; MAX_KEY]) -> Key {
+    let mut k = [0u64; 5];
+    for (i, w) in k.iter_mut().enumerate() {
+        let mut x = [0u8; 8];
+        x.copy_from_slice(&b[i * 8..i * 8 + 8]);
+        *w = u64::from_le_bytes(x);
+    }
+    k
+}
+
+/// Key equality without a call to `memcmp`.
+#[inline(always)]
+pub(crate) fn key_eq(a: &Key, b: &Key) -> bool {
+    ((a[0] ^ b[0]) | (a[1] ^ b[1]) | (a[2] ^ b[2]) | (a[3] ^ b[3]) | (a[4] ^ b[4])) == 0
+}
+
+/// The key of a 5-tuple: the addresses' bytes, then ports, protocol and
+/// version in the last word.
+#[inline(always)]
+pub(crate) fn flow_key(f: &FlowKey) -> Key {
+    let w = |a: &[u8; 16], i: usize| {
+        let mut x = [0u8; 8];
+        x.copy_from_slice(&a[i..i + 8]);
+        u64::from_le_bytes(x)
+    };
+    [
+        w(&f.src, 0),
+        w(&f.src, 8),
+        w(&f.dst, 0),
+        w(&f.dst, 8),
+        u64::from(f.sport)
+            | u64::from(f.dport) << 16
+            | u64::from(f.proto) << 32
+            | u64::from(f.version) << 40,
+    ]
+}
+
+/// The 64-bit hash of a key: a multilinear sum over the five words (the
+/// multiplications are independent, so several keys hash in parallel in
+/// the pipeline) finished by MurmurHash3's 64-bit mixer.
+#[inline(always)]
+pub(crate) fn hash(k: &Key) -> u64 {
+    const M: [u64; 5] = [
+        0x9e37_79b9_7f4a_7c15,
+        0xc2b2_ae3d_27d4_eb4f,
+        0x1656_67b1_9e37_79f9,
+        0x27d4_eb2f_1656_67c5,
+        0xff51_afd7_ed55_8ccd,
+    ];
+    let mut h = 0x5851_f42d_4c95_7f2d_u64;
+    for i in 0..5 {
+        h = h.wrapping_add(k[i].wrapping_mul(M[i]));
+    }
+    h ^= h >> 33;
+    h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
+    h ^= h >> 33;
+    h = h.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
+    h ^ (h >> 33)
+}
+
+/// `x * n / 2^32`: maps a 32-bit hash onto `0..n` without a division.
+#[inline(always)]
+pub(crate) fn reduce(x: u32, n: u32) -> u32 {
+    ((u64::from(x) * u64::from(n)) >> 32) as u32
+}
+
+/// Where a table's key comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum KeySpec {
+    /// The 5-tuple ([`FlowKey::from_packet`]).
+    Flow,
+    /// The source address (IPv4 as IPv4-mapped IPv6).
+    Src,
+    /// The destination address (IPv4 as IPv4-mapped IPv6).
+    Dst,
+    /// `len` packet bytes from `off`.
+    Bytes { off: usize, len: usize },
+    /// An annotation's bytes.
+    Anno(AnnoInfo),
+}
+
+fn parse_hex(s: &str, len: usize) -> Result<[u8; MAX_KEY], String> {
+    let b = s.as_bytes();
+    if b.len() != 2 * len || !b.iter().all(u8::is_ascii_hexdigit) {
+        return Err(format!("expected {len} bytes in hex, got '{s}'"));
+    }
+    let mut out = [0u8; MAX_KEY];
+    for (i, o) in out.iter_mut().take(len).enumerate() {
+        *o = u8::from_str_radix(&s[2 * i..2 * i + 2], 16).map_err(|e| e.to_string())?;
+    }
+    Ok(out)
+}
+
+fn parse_addr(s: &str) -> Result<([u8; 16], u8), String> {
+    match s.parse::<IpAddr>() {
+        Ok(IpAddr::V4(a)) => Ok((map_v4(a.octets()), 4)),
+        Ok(IpAddr::V6(a)) => Ok((a.octets(), 6)),
+        Err(_) => Err(format!("expected IP address, got '{s}'")),
+    }
+}
+
+fn parse_proto(s: &str) -> Result<u8, String> {
+    match s {
+        "tcp" | "TCP" => Ok(6),
+        "udp" | "UDP" => Ok(17),
+        "icmp" | "ICMP" => Ok(1),
+        "icmp6" | "ICMP6" => Ok(58),
+        "sctp" | "SCTP" => Ok(132),
+        _ => s
+            .parse()
+            .map_err(|_| format!("expected protocol number or name, got '{s}'")),
+    }
+}
+
+/// Parse a 5-tuple written `SADDR SPORT DADDR DPORT PROTO`.
+pub(crate) fn parse_flow(words: &[&str]) -> Result<FlowKey, String> {
+    let [sa, sp, da, dp, pr] = words else {
+        return Err("expected 'SADDR SPORT DADDR DPORT PROTO'".into());
+    };
+    let (src, v1) = parse_addr(sa)?;
+    let (dst, v2) = parse_addr(da)?;
+    if v1 != v2 {
+        return Err("both addresses must be IPv4 or both IPv6".into());
+    }
+    let port = |s: &str| {
+        s.parse::<u16>()
+            .map_err(|_| format!("expected port number, got '{s}'"))
+    };
+    Ok(FlowKey {
+        src,
+        dst,
+        sport: port(sp)?,
+        dport: port(dp)?,
+        proto: parse_proto(pr)?,
+        version: v1,
+    })
+}
+
+impl KeySpec {
+    /// Parse the `KEY` argument: `FLOW`, `SRC`, `DST`, `OFFSET O LEN N` or
+    /// `ANNO NAME`.
+    pub(crate) fn parse(s: &str) -> Result<KeySpec, String> {
+        let w: Vec<&str> = s.split_ascii_whitespace().collect();
+        let num = |x: &str| {
+            x.parse::<usize>()
+                .map_err(|_| format!("KEY: expected unsigned integer, got '{x}'"))
+        };
+        match w.as_slice() {
+            ["FLOW"] => Ok(KeySpec::Flow),
+            ["SRC"] => Ok(KeySpec::Src),
+            ["DST"] => Ok(KeySpec::Dst),
+            ["OFFSET", o, "LEN", n] => {
+                let (off, len) = (num(o)?, num(n)?);
+                if !(1..=MAX_KEY).contains(&len) {
+                    return Err(format!("KEY: LEN must be 1 to {MAX_KEY}"));
+                }
+                Ok(KeySpec::Bytes { off, len })
+            }
+            ["ANNO", name] => anno_by_name(name)
+                .map(KeySpec::Anno)
+                .ok_or_else(|| format!("KEY: unknown annotation '{name}'")),
+            _ => Err(format!(
+                "KEY: expected FLOW, SRC, DST, 'OFFSET O LEN N' or 'ANNO NAME', got '{s}'"
+            )),
+        }
+    }
+
+    /// The key of packet `p`; `None` if `p` has none (no network header,
+    /// too short).
+    #[inline(always)]
+    pub(crate) fn extract(&self, p: &Packet) -> Option<Key> {
+        let mut b = [0u8; MAX_KEY];
+        match *self {
+            KeySpec::Flow => return FlowKey::from_packet(p).map(|f| flow_key(&f)),
+            KeySpec::Src | KeySpec::Dst => {
+                let ip = p.network_header()?;
+                let dst = *self == KeySpec::Dst;
+                match ip.first()? >> 4 {
+                    4 if ip.len() >= 20 => {
+                        let o = if dst { 16 } else { 12 };
+                        b[..16].copy_from_slice(&map_v4(ip[o..o + 4].try_into().ok()?));
+                    }
+                    6 if ip.len() >= 40 => {
+                        let o = if dst { 24 } else { 8 };
+                        b[..16].copy_from_slice(&ip[o..o + 16]);
+                    }
+                    _ => return None,
+                }
+            }
+            KeySpec::Bytes { off, len } => {
+                let d = p.data().get(off..off.checked_add(len)?)?;
+                // Whole words straight from the packet where it has them.
+                if let Some(w) = p.data().get(off..off + len.next_multiple_of(8)) {
+                    let mut k = [0u64; 5];
+                    for (i, x) in k.iter_mut().enumerate() {
+                        let lo = i * 8;
+                        if lo < len {
+                            let mut y = [0u8; 8];
+                            y.copy_from_slice(&w[lo..lo + 8]);
+                            let keep = (len - lo).min(8) * 8;
+                            *x = u64::from_le_bytes(y) & (u64::MAX >> (64 - keep));
+                        }
+                    }
+                    return Some(k);
+                }
+                b[..len].copy_from_slice(d);
+            }
+            KeySpec::Anno(a) => b[..a.size].copy_from_slice(&p.anno().user[a.offset..][..a.size]),
+        }
+        Some(pack(&b))
+    }
+
+    /// The keys of a group of packets.
+    #[inline(always)]
+    pub(crate) fn extract_batch(&self, pkts: &[Packet], out: &mut [Option<Key>]) {
+        if *self == KeySpec::Flow {
+            for (o, p) in out.iter_mut().zip(pkts) {
+                *o = FlowKey::from_packet(p).map(|f| flow_key(&f));
+            }
+        } else {
+            for (o, p) in out.iter_mut().zip(pkts) {
+                *o = self.extract(p);
+            }
+        }
+    }
+
+    /// Parse the text form of a key (handlers and table files): a 5-tuple
+    /// `SADDR SPORT DADDR DPORT PROTO` for `FLOW`, an address for `SRC` and
+    /// `DST`, hexadecimal bytes otherwise.
+    pub(crate) fn parse_key(&self, s: &str) -> Result<Key, String> {
+        let w: Vec<&str> = s.split_ascii_whitespace().collect();
+        match *self {
+            KeySpec::Flow => parse_flow(&w).map(|f| flow_key(&f)),
+            KeySpec::Src | KeySpec::Dst => match w.as_slice() {
+                [a] => {
+                    let mut b = [0u8; MAX_KEY];
+                    b[..16].copy_from_slice(&parse_addr(a)?.0);
+                    Ok(pack(&b))
+                }
+                _ => Err(format!("expected IP address, got '{s}'")),
+            },
+            KeySpec::Bytes { len, .. } | KeySpec::Anno(AnnoInfo { size: len, .. }) => {
+                match w.as_slice() {
+                    [h] => parse_hex(h, len).map(|b| pack(&b)),
+                    _ => Err(format!("expected {len} bytes in hex, got '{s}'")),
+                }
+            }
+        }
+    }
+}
+
+/// Slots per bucket.
+pub(crate) const SLOTS: usize = 8;
+/// Largest number of buckets a displacement search visits.
+const BFS_MAX: usize = 512;
+
+/// One bucket's tags, 16 bytes: four buckets share a cache line.
+#[derive(Clone, Copy, Default)]
+#[repr(C, align(16))]
+struct Tags([u16; SLOTS]);
+
+/// A key and its value: one cache line.
+#[derive(Clone, Copy, Default)]
+#[repr(C, align(64))]
+struct Entry {
+    key: Key,
+    value: u32,
+}
+
+/// Where a key may live: its two buckets and its tag.
+#[derive(Clone, Copy, Default)]
+struct Loc {
+    b1: u32,
+    b2: u32,
+    tag: u16,
+}
+
+/// A bucketized cuckoo hash table from [`Key`] to `u32`.
+///
+/// Every key has two candidate buckets of [`SLOTS`] slots, chosen by the two
+/// halves of its hash. The buckets' 16-bit tags (hash bits, 0 = empty) lie
+/// in their own array (struct of arrays): a lookup compares a bucket's eight
+/// tags at once and reads the key and value of a matching slot only, one
+/// cache line. Inserting into two full buckets moves keys to their other
+/// bucket along the shortest path a breadth-first search finds (at most
+/// [`BFS_MAX`] buckets visited, then the insert fails).
+pub(crate) struct Cuckoo {
+    tags: Vec<Tags>,
+    entries: Vec<Entry>,
+    nbuckets: u32,
+    len: usize,
+    capacity: usize,
+}
+
+#[inline(always)]
+fn prefetch<T>(x: &T) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: prefetching is a hint and never faults.
+    unsafe {
+        std::arch::x86_64::_mm_prefetch(x as *const T as *const i8, std::arch::x86_64::_MM_HINT_T0);
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = x;
+}
+
+/// Bit `i` set where `t[i] == tag` (the compiler makes this one vector
+/// compare and a mask extraction).
+#[inline(always)]
+fn match_mask(t: &Tags, tag: u16) -> u32 {
+    let mut m = 0u32;
+    for i in 0..SLOTS {
+        m |= u32::from(t.0[i] == tag) << i;
+    }
+    m
+}
+
+impl Cuckoo {
+    /// A table for at least `capacity` keys; buckets are added so that it
+    /// is at most 85 % full.
+    pub(crate) fn new(capacity: usize) -> Cuckoo {
+        let nb = (capacity * 100 / 85).div_ceil(SLOTS).max(2);
+        let nb = nb.min(u32::MAX as usize / SLOTS);
+        Cuckoo {
+            tags: huge_vec(nb, Tags::default()),
+            entries: huge_vec(nb * SLOTS, Entry::default()),
+            nbuckets: nb as u32,
+            len: 0,
+            capacity,
+        }
+    }
+
+    /// Keys held.
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+
+    /// The most keys it accepts.
+    pub(crate) fn capacity(&self) -> usize {
+        self.capacity
+    }
+
+    #[inline(always)]
+    fn loc(&self, h: u64) -> Loc {
+        // The buckets depend mostly on bits 16-31 and 48-63; the tag takes
+        // the top of a remix of all bits, so keys sharing a bucket do not
+        // share tags.
+        let t = (h.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 48) as u16;
+        Loc {
+            b1: reduce(h as u32, self.nbuckets),
+            b2: reduce((h >> 32) as u32, self.nbuckets),
+            tag: t | u16::from(t == 0),
+        }
+    }
+
+    /// The slot holding `k`.
+    #[inline(always)]
+    fn find(&self, k: &Key, l: Loc) -> Option<usize> {
+        for b in [l.b1, l.b2] {
+            let mut m = match_mask(&self.tags[b as usize], l.tag);
+            while m != 0 {
+                let s = b as usize * SLOTS + m.trailing_zeros() as usize;
+                if key_eq(&self.entries[s].key, k) {
+                    return Some(s);
+                }
+                m &= m - 1;
+            }
+        }
+        None
+    }
+
+    /// The value of `k`.
+    pub(crate) fn get(&self, k: &Key) -> Option<u32> {
+        self.find(k, self.loc(hash(k)))
+            .map(|s| self.entries[s].value)
+    }
+
+    /// Look up `keys[i]` (`None`: no key) into `out[i]`, for up to 64
+    /// keys: hash every key and prefetch both candidate buckets' tags,
+    /// then compare tags and prefetch the matching entries, then compare
+    /// keys, so that the memory accesses of the whole group overlap.
+    #[inline]
+    pub(crate) fn get_batch(&self, keys: &[Option<Key>], out: &mut [Option<u32>]) {
+        const N: usize = 64;
+        debug_assert!(keys.len() <= N && out.len() >= keys.len());
+        let mut locs = [Loc::default(); N];
+        let mut cand = [u32::MAX; N];
+        for (k, l) in keys.iter().zip(locs.iter_mut()) {
+            if let Some(k) = k {
+                *l = self.loc(hash(k));
+                prefetch(&self.tags[l.b1 as usize]);
+                prefetch(&self.tags[l.b2 as usize]);
+            }
+        }
+        for ((k, l), c) in keys.iter().zip(&locs).zip(cand.iter_mut()) {
+            if k.is_some() {
+                let m1 = match_mask(&self.tags[l.b1 as usize], l.tag);
+                let m2 = match_mask(&self.tags[l.b2 as usize], l.tag);
+                let s = if m1 != 0 {
+                    l.b1 as usize * SLOTS + m1.trailing_zeros() as usize
+                } else if m2 != 0 {
+                    l.b2 as usize * SLOTS + m2.trailing_zeros() as usize
+                } else {
+                    continue;
+                };
+                prefetch(&self.entries[s]);
+                *c = s as u32;
+            }
+        }
+        for i in 0..keys.len() {
+            out[i] = match (&keys[i], cand[i]) {
+                (None, _) | (_, u32::MAX) => None,
+                (Some(k), c) => {
+                    let e = &self.entries[c as usize];
+                    if key_eq(&e.key, k) {
+                        Some(e.value)
+                    } else {
+                        // A tag collision: search both buckets in full.
+                        self.find(k, locs[i]).map(|s| self.entries[s].value)
+                    }
+                }
+            };
+        }
+    }
+
+    /// Remove `k`; its value if it was there.
+    pub(crate) fn remove(&mut self, k: &Key) -> Option<u32> {
+        let s = self.find(k, self.loc(hash(k)))?;
+        self.tags[s / SLOTS].0[s % SLOTS] = 0;
+        self.len -= 1;
+        Some(self.entries[s].value)
+    }
+
+    /// Insert or replace `k`. `Err` when the table holds `capacity` keys or
+    /// no displacement path frees a slot.
+    pub(crate) fn insert(&mut self, k: Key, v: u32) -> Result<Option<u32>, &'static str> {
+        let l = self.loc(hash(&k));
+        if let Some(s) = self.find(&k, l) {
+            return Ok(Some(std::mem::replace(&mut self.entries[s].value, v)));
+        }
+        if self.len >= self.capacity {
+            return Err("table full");
+        }
+        let s = self.free_slot(l.b1, l.b2).ok_or("table full")?;
+        self.tags[s / SLOTS].0[s % SLOTS] = l.tag;
+        self.entries[s] = Entry { key: k, value: v };
+        self.len += 1;
+        Ok(None)
+    }
+
+    fn empty_in(&self, b: u32) -> Option<usize> {
+        let m = match_mask(&self.tags[b as usize], 0);
+        (m != 0).then(|| b as usize * SLOTS + m.trailing_zeros() as usize)
+    }
+
+    /// An empty slot in `b1` or `b2`, moving keys to their other buckets
+    /// along a breadth-first path if both are full.
+    fn free_slot(&mut self, b1: u32, b2: u32) -> Option<usize> {
+        if let Some(s) = self.empty_in(b1).or_else(|| self.empty_in(b2)) {
+            return Some(s);
+        }
+        // Nodes: (bucket, parent node, slot of the parent's bucket whose
+        // key moves into this bucket).
+        let mut nodes: Vec<(u32, u32, u8)> = vec![(b1, u32::MAX, 0), (b2, u32::MAX, 0)];
+        let mut head = 0;
+        while head < nodes.len() && nodes.len() < BFS_MAX {
+            let (b, _, _) = nodes[head];
+            for i in 0..SLOTS {
+                let e = &self.entries[b as usize * SLOTS + i];
+                let l = self.loc(hash(&e.key));
+                let alt = if l.b1 == b { l.b2 } else { l.b1 };
+                nodes.push((alt, head as u32, i as u8));
+                if let Some(mut free) = self.empty_in(alt) {
+                    // Move keys back along the path, from the free end.
+                    // Each move takes a key to its other bucket, so the
+                    // table stays valid even if a path that visits a slot
+                    // twice has to stop half-way.
+                    let mut n = nodes.len() - 1;
+                    while nodes[n].1 != u32::MAX {
+                        let (b, parent, slot) = nodes[n];
+                        let from = nodes[parent as usize].0 as usize * SLOTS + slot as usize;
+                        let l = self.loc(hash(&self.entries[from].key));
+                        if self.tags[from / SLOTS].0[from % SLOTS] == 0 || (l.b1 != b && l.b2 != b)
+                        {
+                            return None;
+                        }
+                        self.entries[free] = self.entries[from];
+                        self.tags[free / SLOTS].0[free % SLOTS] =
+                            self.tags[from / SLOTS].0[from % SLOTS];
+                        self.tags[from / SLOTS].0[from % SLOTS] = 0;
+                        free = from;
+                        n = parent as usize;
+                    }
+                    return Some(free);
+                }
+            }
+            head += 1;
+        }
+        None
+    }
+
+    /// Keep only the entries for which `f(key, value)` is true.
+    pub(crate) fn retain(&mut self, mut f: impl FnMut(&Key, u32) -> bool) {
+        for s in 0..self.entries.len() {
+            if self.tags[s / SLOTS].0[s % SLOTS] != 0 {
+                let e = &self.entries[s];
+                if !f(&e.key, e.value) {
+                    self.tags[s / SLOTS].0[s % SLOTS] = 0;
+                    self.len -= 1;
+                }
+            }
+        }
+    }
+}
+
+/// A vector of `n` copies of `v` whose memory the kernel is asked to back
+/// with 2 MiB pages: a lookup in a table of tens of megabytes then costs a
+/// cache miss, not also a TLB miss and a page walk (which under
+/// virtualisation reads up to 24 page-table entries).
+pub(crate) fn huge_vec<T: Clone>(n: usize, v: T) -> Vec<T> {
+    let mut x: Vec<T> = Vec::with_capacity(n);
+    #[cfg(target_os = "linux")]
+    {
+        const HUGE: usize = 2 << 20;
+        let start = x.as_ptr() as usize;
+        let end = start + n * std::mem::size_of::<T>();
+        let (a, b) = (start.next_multiple_of(HUGE), end & !(HUGE - 1));
+        if b > a {
+            // SAFETY: the range lies inside the vector's own, still
+            // untouched allocation; MADV_HUGEPAGE only changes how the
+            // kernel backs it. Failure is harmless and ignored.
+            unsafe { libc::madvise(a as *mut libc::c_void, b - a, libc::MADV_HUGEPAGE) };
+        }
+    }
+    x.resize(n, v);
+    x
+}
+
+/// Flow ids: the smallest free id first, so that any implementation that
+/// frees the same ids hands out the same ones.
+#[derive(Default)]
+pub(crate) struct IdAlloc {
+    free: BinaryHeap<Reverse<u32>>,
+    next: u32,
+}
+
+impl IdAlloc {
+    /// A fresh id.
+    pub(crate) fn alloc(&mut self) -> u32 {
+        match self.free.pop() {
+            Some(Reverse(id)) => id,
+            None => {
+                self.next += 1;
+                self.next - 1
+            }
+        }
+    }
+
+    /// Give `id` back.
+    pub(crate) fn free(&mut self, id: u32) {
+        self.free.push(Reverse(id));
+    }
+
+    /// One more than the largest id handed out.
+    pub(crate) fn span(&self) -> usize {
+        self.next as usize
+    }
+}
+
+/// Read a table file.
+pub(crate) fn read_table(path: &str) -> Result<String, String> {
+    std::fs::read_to_string(path).map_err(|e| format!("{path}: {e}"))
+}
+
+/// The lines of a table file worth parsing, numbered from 1.
+pub(crate) fn table_lines(text: &str) -> impl Iterator<Item = (usize, &str)> {
+    text.lines()
+        .enumerate()
+        .map(|(i, l)| (i + 1, l.trim()))
+        .filter(|(_, l)| !l.is_empty() && !l.starts_with('#'))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use std::collections::HashMap;
+
+    fn key(x: u64) -> Key {
+        [x, x >> 7, 0, 0, 0]
+    }
+
+    #[test]
+    fn fills_to_capacity() {
+        let mut t = Cuckoo::new(10_000);
+        for i in 0..10_000u64 {
+            assert_eq!(t.insert(key(i * 7919), i as u32), Ok(None), "key {i}");
+        }
+        assert_eq!(t.insert(key(1 << 40), 1), Err("table full"));
+        assert_eq!(t.len(), 10_000);
+        for i in 0..10_000u64 {
+            assert_eq!(t.get(&key(i * 7919)), Some(i as u32));
+        }
+        let keys: Vec<Option<Key>> = (0..64u64).map(|i| Some(key(i * 7919))).collect();
+        let mut out = [None; 64];
+        t.get_batch(&keys, &mut out);
+        assert!(out.iter().enumerate().all(|(i, v)| *v == Some(i as u32)));
+    }
+
+    #[test]
+    fn ids_smallest_first() {
+        let mut a = IdAlloc::default();
+        assert_eq!((a.alloc(), a.alloc(), a.alloc()), (0, 1, 2));
+        a.free(2);
+        a.free(0);
+        assert_eq!((a.alloc(), a.alloc(), a.alloc()), (0, 2, 3));
+        assert_eq!(a.span(), 4);
+    }
+
+    #[test]
+    fn key_text_forms() {
+        let f = KeySpec::Flow
+            .parse_key("10.0.0.1 1024 10.0.0.2 80 tcp")
+            .unwrap();
+        let k = FlowKey {
+            src: map_v4([10, 0, 0, 1]),
+            dst: map_v4([10, 0, 0, 2]),
+            sport: 1024,
+            dport: 80,
+            proto: 6,
+            version: 4,
+        };
+        assert_eq!(f, flow_key(&k));
+        assert!(KeySpec::Flow.parse_key("10.0.0.1 1 ::1 2 6").is_err());
+        let b = KeySpec::parse("OFFSET 2 LEN 3").unwrap();
+        assert!(b.parse_key("0a0b").is_err());
+        assert_eq!(b.parse_key("0a0b0c").unwrap()[0], 0x0c0b0a);
+        assert!(KeySpec::parse("OFFSET 0 LEN 41").is_err());
+        assert!(KeySpec::parse("ANNO NOPE").is_err());
+    }
+
+    #[test]
+    fn byte_keys_long_and_short_packets() {
+        let data: Vec<u8> = (1..=100).collect();
+        for (off, len) in [(3, 13), (0, 40), (50, 8), (60, 40), (90, 10), (95, 6)] {
+            let spec = KeySpec::Bytes { off, len };
+            let p = Packet::from_slice(&data);
+            let hex: String = data.get(off..off + len).map_or(String::new(), |b| {
+                b.iter().map(|x| format!("{x:02x}")).collect()
+            });
+            let want = (off + len <= data.len()).then(|| spec.parse_key(&hex).unwrap());
+            assert_eq!(spec.extract(&p), want, "OFFSET {off} LEN {len}");
+        }
+    }
+
+    #[derive(Debug, Clone)]
+    enum Op {
+        Insert(u64, u32),
+        Remove(u64),
+        Get(u64),
+        Batch(Vec<u64>),
+    }
+
+    fn op(space: u64) -> impl Strategy<Value = Op> {
+        prop_oneof![
+            4 => (0..space, any::<u32>()).prop_map(|(k, v)| Op::Insert(k, v)),
+            2 => (0..space).prop_map(Op::Remove),
+            1 => (0..space).prop_map(Op::Get),
+            1 => proptest::collection::vec(0..space, 0..64).prop_map(Op::Batch),
+        ]
+    }
+
+    proptest! {
+        /// The cuckoo table answers as a `HashMap` with the same capacity.
+        #[test]
+        fn same_as_hashmap(cap in 1usize..300, ops in proptest::collection::vec(op(400), 1..600)) {
+            let mut t = Cuckoo::new(cap);
+            let mut r: HashMap<Key, u32> = HashMap::new();
+            for o in ops {
+                match o {
+                    Op::Insert(k, v) => {
+                        let k = key(k);
+                        let want = if r.contains_key(&k) || r.len() < cap {
+                            Ok(r.insert(k, v))
+                        } else {
+                            Err("table full")
+                        };
+                        prop_assert_eq!(t.insert(k, v), want);
+                    }
+                    Op::Remove(k) => prop_assert_eq!(t.remove(&key(k)), r.remove(&key(k))),
+                    Op::Get(k) => prop_assert_eq!(t.get(&key(k)), r.get(&key(k)).copied()),
+                    Op::Batch(ks) => {
+                        let keys: Vec<Option<Key>> =
+                            ks.iter().map(|&k| (k % 5 != 0).then(|| key(k))).collect();
+                        let mut out = vec![None; keys.len()];
+                        t.get_batch(&keys, &mut out);
+                        for (k, v) in keys.iter().zip(out) {
+                            prop_assert_eq!(v, k.and_then(|k| r.get(&k).copied()));
+                        }
+                    }
+                }
+                prop_assert_eq!(t.len(), r.len());
+            }
+        }
+    }
+}

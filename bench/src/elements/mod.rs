@@ -21,12 +21,12 @@
 //! preamble, gap or FCS). The speed-up column divides the reference
 //! implementation's cost by the element's.
 
+mod crypto;
 mod encap;
 mod flow;
 mod flowexport;
 mod parse;
 mod scion;
-mod crypto;
 mod standard;
 mod tables_hash;
 pub mod traffic;

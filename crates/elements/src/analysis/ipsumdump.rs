@@ -396,7 +396,8 @@ fn prepare<'a>(p: &'a Packet, a: &Annos, o: &WriteOptions) -> Desc<'a> {
             .and_then(|o| usize::try_from(o).ok())
             .unwrap_or(nh + hl)
             .min(data.len());
-        let proto = data[nh + 9];
+        // Headers too short to hold the protocol read as protocol 0.
+        let proto = d.proto().unwrap_or(0);
         let nl = d.net_len();
         let ff = d.firstfrag();
         d.tcp = nl > hl && proto == 6 && ff;

@@ -245,7 +245,16 @@ fn fold32(mut s: u32) -> u16 {
 #[inline(always)]
 fn pseudo(ip: &[u8], v4: bool, proto: u8, len: usize) -> u32 {
     let addrs = if v4 { &ip[12..20] } else { &ip[8..40] };
-    u32::from(sum_wide(addrs)) + (len as u32 >> 16) + (len as u32 & 0xffff) + u32::from(proto)
+    // Eight or 32 address bytes as big-endian 32-bit words, inline.
+    let s: u64 = addrs
+        .chunks_exact(4)
+        .map(|w| u64::from(u32::from_be_bytes([w[0], w[1], w[2], w[3]])))
+        .sum();
+    let s = (s >> 32) + (s & 0xffff_ffff);
+    u32::from(fold32(((s >> 16) + (s & 0xffff)) as u32))
+        + (len as u32 >> 16)
+        + (len as u32 & 0xffff)
+        + u32::from(proto)
 }
 
 /// 20-byte IPv4 header sum, five words inline.

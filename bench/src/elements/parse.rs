@@ -1,6 +1,5 @@
 //! Cases for the parsing and rewriting elements (`L4Parser`, `IPChecksum`,
-//! `Extractor`), and the
-//! mixed IPv4/IPv6/VLAN TCP/UDP traffic they run on.
+//! `Extractor`), and the mixed IPv4/IPv6/VLAN TCP/UDP traffic they run on.
 
 use super::{Case, Goal};
 use std::path::Path;

@@ -60,6 +60,13 @@
 //! One loop per batch, bad packets marked in a stack bitmap, nothing
 //! allocated. `IMPL reference` uses `linerate_wire`'s `verify_checksum`
 //! and `fill_checksum` of the IPv4, TCP and UDP views.
+//!
+//! Measured on the loaded 2-core development machine: 104 Gbps at 1500
+//! bytes in `verify` mode in a quiet moment, 50-70 Gbps in busy ones; the
+//! per-packet overhead at 64 bytes (locating the headers with
+//! `linerate_wire::l4::parse` when no annotation is set, about 150
+//! cycles in all) dominates small packets. `set` mode also copies shared
+//! (zero-copy) packets before writing.
 
 use crate::ip::util::partition;
 use linerate_runtime::anno::offsets;

@@ -77,6 +77,15 @@
 //! Nothing is allocated and no packet data is copied or written, so
 //! zero-copy views stay shared.
 //!
+//! Measured (`perf stat`, 20 M packets of the benchmark mix, loaded
+//! 2-core machine at about 2.7 GHz): 28 cycles and 126 instructions per
+//! packet above the bare `MemoryReplay -> Discard` path, about 90-100
+//! Mpps. The 150 Mpps needs at most 18 cycles: the parse (about 80
+//! instructions for the header checks, two multiply rounds of hashing and
+//! the `Parsed` result) plus the annotation writes and the batch loop
+//! (about 45) run at 4.5 instructions per cycle, so the remaining gap is
+//! instruction count, not memory stalls (prefetching did not help).
+//!
 //! `IMPL reference` parses with `linerate_wire`'s checked views
 //! (`ethernet`, `vlan`, `ipv4`, `ipv6`, `ipv6ext::walk`), sets the header
 //! annotations, and hashes the key `FlowKey::from_packet` reads back.

@@ -1,5 +1,5 @@
-//! Cases for the parsing and rewriting elements (`L4Parser`, ...), and the
-//! mixed IPv4/IPv6/VLAN TCP/UDP traffic they run on.
+//! Cases for the parsing and rewriting elements (`L4Parser`, `IPChecksum`,
+//! `Extractor`), and the mixed IPv4/IPv6/VLAN TCP/UDP traffic they run on.
 
 use super::{Case, Goal};
 use std::path::Path;
@@ -121,11 +121,19 @@ pub fn cases(_dir: &Path) -> Vec<Case> {
     };
     let mut verify = ck("verify", "verify IPv4 header + TCP/UDP, mix");
     verify.goal = Some(Goal::Gbps(100.0));
+    let mut ex = Case::header(
+        "Extractor",
+        "Extractor",
+        "parse + 56-byte record, mix",
+        |s| mix(1024, s),
+    );
+    ex.reference = Some("Extractor(IMPL reference)".into());
     vec![
         l4,
         l4v4,
         verify,
         ck("set", "set IPv4 header + TCP/UDP, mix"),
+        ex,
     ]
 }
 

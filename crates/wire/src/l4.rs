@@ -107,17 +107,21 @@ pub struct Parsed {
     pub hash: u32,
 }
 
-/// Minimum transport header length by protocol number, 0 for protocols
-/// whose header is not reported.
+/// Minimum transport header length by protocol number (low 7 bits), 0
+/// for protocols whose header is not reported; [`ICMP_BIT`] marks the
+/// ICMP protocols, whose ports are read differently.
 static L4_MIN: [u8; 256] = {
     let mut t = [0u8; 256];
-    t[1] = 8; // ICMP
+    t[1] = 8 | ICMP_BIT; // ICMP
     t[6] = 20; // TCP
     t[17] = 8; // UDP
-    t[58] = 8; // ICMPv6
+    t[58] = 8 | ICMP_BIT; // ICMPv6
     t[132] = 12; // SCTP
     t
 };
+
+/// [`L4_MIN`] flag: an ICMP protocol.
+const ICMP_BIT: u8 = 0x80;
 
 /// Extension header kinds the IPv6 walk steps over, as a bit set over the
 /// protocol numbers 0..64.
@@ -195,8 +199,8 @@ fn hash_words(addrs: u64, ports: u32, proto: u8, version: u8) -> u32 {
 /// the protocol's minimum length), as `FlowKey::from_packet` reads it:
 /// for ICMP and ICMPv6 the echo identifier and `type << 8 | code`.
 #[inline(always)]
-fn ports(l4: &[u8], proto: u8) -> u32 {
-    if proto == 1 || proto == 58 {
+fn ports(l4: &[u8], proto: u8, entry: u8) -> u32 {
+    if entry & ICMP_BIT != 0 {
         icmp_ports(l4, proto)
     } else {
         le32(l4, 0)
@@ -212,8 +216,10 @@ fn icmp_ports(l4: &[u8], proto: u8) -> u32 {
 }
 
 /// Parses `frame` (starting with the Ethernet header); see the module
-/// documentation for the rules. Never panics, never allocates.
-#[inline]
+/// documentation for the rules. Never panics, never allocates. Always
+/// inlined: a call and its result returned through memory cost a fifth of
+/// the function (measured).
+#[inline(always)]
 pub fn parse(frame: &[u8]) -> Result<Parsed, Reason> {
     let n = frame.len();
     if n < 14 {
@@ -251,26 +257,26 @@ fn parse_v4(ip: &[u8], off: usize, tci: u16) -> Result<Parsed, Reason> {
         return Err(Reason::Truncated);
     }
     let h: &[u8; 20] = ip[..20].try_into().map_err(|_| Reason::Truncated)?;
-    if h[0] >> 4 != 4 {
-        return Err(Reason::BadVersion);
-    }
-    let hl = usize::from(h[0] & 15) * 4;
-    if hl < 20 {
-        return Err(Reason::BadHeaderLength);
-    }
-    if hl > ip.len() {
-        return Err(Reason::Truncated);
-    }
+    // The common header (version 4, IHL 5) needs none of the header
+    // length checks.
+    let hl = if h[0] == 0x45 {
+        20
+    } else {
+        v4_header_len(h[0], ip.len())?
+    };
     let total = usize::from(read_u16(&h[2..4]));
-    if total < hl || total > ip.len() {
+    // One comparison for `hl <= total <= ip.len()` (hl <= ip.len() holds).
+    if total.wrapping_sub(hl) > ip.len() - hl {
         return Err(Reason::BadLength);
     }
     let proto = h[9];
-    let first = read_u16(&h[6..8]) & 0x1fff == 0;
+    // Fragment offset bits, tested on the bytes as they lie in memory.
+    let first = u16::from_ne_bytes([h[6], h[7]]) & u16::from_ne_bytes([0x1f, 0xff]) == 0;
     let addrs = le64(h, 12);
-    let min = usize::from(L4_MIN[usize::from(proto)]);
+    let entry = L4_MIN[usize::from(proto)];
+    let min = usize::from(entry & !ICMP_BIT);
     let (transport, pw) = if first && min != 0 && hl + min <= total {
-        ((off + hl) as u16, ports(&ip[hl..total], proto))
+        ((off + hl) as u16, ports(&ip[hl..total], proto, entry))
     } else {
         (NO_TRANSPORT, 0)
     };
@@ -282,6 +288,23 @@ fn parse_v4(ip: &[u8], off: usize, tci: u16) -> Result<Parsed, Reason> {
         vlan_tci: tci,
         hash: hash_words(addrs, pw, proto, 4),
     })
+}
+
+/// The IPv4 header length for a first byte other than `0x45`, checked in
+/// the parser's order: version, IHL, header within `len`.
+#[cold]
+#[inline(never)]
+fn v4_header_len(b0: u8, len: usize) -> Result<usize, Reason> {
+    let hl = usize::from(b0 & 15) * 4;
+    if b0 >> 4 != 4 {
+        Err(Reason::BadVersion)
+    } else if hl < 20 {
+        Err(Reason::BadHeaderLength)
+    } else if hl > len {
+        Err(Reason::Truncated)
+    } else {
+        Ok(hl)
+    }
 }
 
 #[inline(always)]
@@ -303,9 +326,10 @@ fn parse_v6(ip: &[u8], off: usize, tci: u16) -> Result<Parsed, Reason> {
     } else {
         (h[6], 40, true)
     };
-    let min = usize::from(L4_MIN[usize::from(nh)]);
+    let entry = L4_MIN[usize::from(nh)];
+    let min = usize::from(entry & !ICMP_BIT);
     let (transport, pw) = if first && min != 0 && pos + min <= end {
-        ((off + pos) as u16, ports(&ip[pos..end], nh))
+        ((off + pos) as u16, ports(&ip[pos..end], nh, entry))
     } else {
         (NO_TRANSPORT, 0)
     };

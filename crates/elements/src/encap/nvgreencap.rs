@@ -57,6 +57,14 @@
 //! loop; nothing is allocated. `IMPL reference` emits every header with
 //! `Repr::emit` per packet (checksum computed from scratch, UDP checksum
 //! with `UdpPacket::fill_checksum`).
+//!
+//! Measured (`perf stat`, 64-byte frames from `MemoryReplay`, loaded
+//! 2-core machine): about 65 cycles per packet when `L4Parser` ran before,
+//! 82 when the element must hash the frame itself. The 100 Mpps
+//! is not met: the benchmark source hands out zero-copy views of shared
+//! memory, so `Packet::push` must first copy each frame into a private
+//! buffer with headroom (`make_unique`, about a third of the profile);
+//! frames received into pool buffers with headroom skip that copy.
 
 use super::{Encap, Tunnel, ENCAP_HANDLERS};
 use linerate_runtime::{Batch, ConfigureCtx, Element, ElementClass};

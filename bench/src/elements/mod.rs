@@ -21,6 +21,7 @@
 //! implementation's cost by the element's.
 
 mod standard;
+mod tables_lpm;
 pub mod traffic;
 
 use std::path::{Path, PathBuf};
@@ -92,6 +93,7 @@ impl Case {
 pub fn all_cases(dir: &Path) -> Vec<Case> {
     let mut v = Vec::new();
     v.extend(standard::cases(dir));
+    v.extend(tables_lpm::cases(dir));
     v
 }
 

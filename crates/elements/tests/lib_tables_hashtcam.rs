@@ -182,6 +182,26 @@ fn rules_insert_and_delete_handlers() {
     .err()
     .unwrap();
     assert!(e.contains("rule 1: bad src 'nowhere'"), "{e}");
+    let d = tmpdir("file");
+    let f = d.join("rules.txt");
+    std::fs::write(
+        &f,
+        "# acl\n5 1 dport 22\n\n// x\n5 0 dport 22\n5 0 dport 22\n",
+    )
+    .unwrap();
+    let text = format!(
+        "Idle -> t :: HashTCAM(9 0 proto 1, FILE {}); t[0] -> Discard; t[1] -> Discard;",
+        f.display()
+    );
+    let e = build(&text, RouterOptions::default()).err().unwrap();
+    assert!(e.contains("rules.txt:6: rule '5 0 dport 22' exists"), "{e}");
+    std::fs::write(&f, "# acl\n5 1 dport 22\n\n// x\n5 0 dport 22\n").unwrap();
+    let r = build(&text, RouterOptions::default()).unwrap();
+    assert_eq!(
+        read(&r, "t.rules"),
+        "9 0 proto 1\n5 1 dport 22\n5 0 dport 22"
+    );
+    let _ = std::fs::remove_dir_all(&d);
 }
 
 #[test]

@@ -17,6 +17,8 @@
 //!   `PRIORITY` is an integer from 0 to 2^31 - 1; the matching rule with
 //!   the highest priority wins, and among equal priorities the rule
 //!   inserted first.
+//! - `FILE` (filename): more rules, one a line; blank lines and lines
+//!   starting with `#` or `//` are skipped.
 //! - `OFFSET` (integer): where the IP header starts in the data of packets
 //!   whose network header annotation is unset; the element then sets the
 //!   network and transport header annotations there (as `MarkIPHeader`),
@@ -51,8 +53,10 @@
 //! # Implementation
 //! Each rule expands into value/mask entries (one unless a port range
 //! needs several); entries with the same mask share an open-addressing
-//! hash table (linear probing, 64-byte slots holding the masked key, the
-//! best rank and the output, so a probe reads one cache line). The tables
+//! hash table (linear probing; 64-byte slots holding the masked key, the
+//! best rank and the output, and apart from them an array of 32-bit hash
+//! tags, so that a probe that misses, the common case, reads only the
+//! small tag array, which stays in cache, and a hit reads one slot line). The tables
 //! are kept sorted by the highest rule priority they hold. A batch is
 //! looked up table by table: for every packet that could still improve
 //! (its best match so far is below the table's priority bound), the masked
@@ -397,9 +401,18 @@ struct MaskTable {
     mask: Words,
     /// The highest rank in the table: the search's bound.
     bound: u64,
+    /// Per slot, 32 bits of the key's hash (never 0), 0 for empty: a
+    /// probe reads this small array (16 tags a cache line) and touches a
+    /// slot only when its tag matches.
+    tags: Vec<u32>,
     slots: Vec<Slot>,
     len: usize,
     owners: HashMap<Words, Vec<(u64, u32)>>,
+}
+
+#[inline(always)]
+fn tag(h: u64) -> u32 {
+    (h >> 32) as u32 | 1
 }
 
 impl MaskTable {
@@ -407,6 +420,7 @@ impl MaskTable {
         MaskTable {
             mask,
             bound: 0,
+            tags: vec![0; 16],
             slots: vec![Slot::default(); 16],
             len: 0,
             owners: HashMap::new(),
@@ -415,69 +429,79 @@ impl MaskTable {
 
     #[inline(always)]
     fn find(&self, key: &Words, h: u64) -> Option<&Slot> {
-        let m = self.slots.len() - 1;
+        let m = self.tags.len() - 1;
+        let t = tag(h);
         let mut i = h as usize & m;
         loop {
-            let s = &self.slots[i];
-            if s.rank == 0 {
+            let g = self.tags[i];
+            if g == 0 {
                 return None;
             }
-            if s.key == *key {
-                return Some(s);
+            if g == t && self.slots[i].key == *key {
+                return Some(&self.slots[i]);
             }
             i = (i + 1) & m;
         }
     }
 
     fn set(&mut self, key: Words, best: Option<(u64, u32)>) {
-        let m = self.slots.len() - 1;
-        let mut i = hash(&key) as usize & m;
-        while self.slots[i].rank != 0 && self.slots[i].key != key {
+        let m = self.tags.len() - 1;
+        let h = hash(&key);
+        let mut i = h as usize & m;
+        while self.tags[i] != 0 && self.slots[i].key != key {
             i = (i + 1) & m;
         }
         match best {
             Some((rank, port)) => {
-                if self.slots[i].rank == 0 {
+                if self.tags[i] == 0 {
                     self.len += 1;
                 }
+                self.tags[i] = tag(h);
                 self.slots[i] = Slot { key, rank, port };
-                if self.len * 2 > self.slots.len() {
+                if self.len * 2 > self.tags.len() {
                     self.grow();
                 }
             }
-            None if self.slots[i].rank != 0 => {
+            None if self.tags[i] != 0 => {
                 // Backward-shift deletion.
                 self.len -= 1;
                 let mut hole = i;
                 let mut j = i;
                 loop {
                     j = (j + 1) & m;
-                    if self.slots[j].rank == 0 {
+                    if self.tags[j] == 0 {
                         break;
                     }
                     let home = hash(&self.slots[j].key) as usize & m;
                     // Move j into the hole unless its home lies in (hole, j].
                     if (j.wrapping_sub(home) & m) >= (j.wrapping_sub(hole) & m) {
                         self.slots[hole] = self.slots[j];
+                        self.tags[hole] = self.tags[j];
                         hole = j;
                     }
                 }
                 self.slots[hole] = Slot::default();
+                self.tags[hole] = 0;
             }
             None => {}
         }
     }
 
     fn grow(&mut self) {
-        let n = self.slots.len() * 2;
+        let n = self.tags.len() * 2;
         let old = std::mem::replace(&mut self.slots, vec![Slot::default(); n]);
-        let m = self.slots.len() - 1;
-        for s in old.into_iter().filter(|s| s.rank != 0) {
+        let old_tags = std::mem::replace(&mut self.tags, vec![0; n]);
+        let m = n - 1;
+        for (s, g) in old.into_iter().zip(old_tags) {
+            if g == 0 {
+                continue;
+            }
             let mut i = hash(&s.key) as usize & m;
-            while self.slots[i].rank != 0 {
+            while self.tags[i] != 0 {
                 i = (i + 1) & m;
             }
             self.slots[i] = s;
+            self.tags[i] = g;
         }
     }
 
@@ -500,7 +524,14 @@ impl MaskTable {
         }
         self.set(key, best);
         if rank == self.bound {
-            self.bound = self.slots.iter().map(|s| s.rank).max().unwrap_or(0);
+            self.bound = self
+                .slots
+                .iter()
+                .zip(&self.tags)
+                .filter(|x| *x.1 != 0)
+                .map(|x| x.0.rank)
+                .max()
+                .unwrap_or(0);
         }
     }
 }
@@ -648,12 +679,12 @@ impl Tcam {
             if nl == 0 {
                 break;
             }
-            let m = t.slots.len() - 1;
+            let m = t.tags.len() - 1;
             for &i in &live[..nl] {
                 let i = usize::from(i);
                 let h = hash(&masked(&keys[i], &t.mask));
                 hashes[i] = h;
-                prefetch(&t.slots[h as usize & m]);
+                prefetch(&t.tags[h as usize & m]);
             }
             for &i in &live[..nl] {
                 let i = usize::from(i);
@@ -731,6 +762,7 @@ impl HashTcam {
 fn make(ctx: &ConfigureCtx<'_>) -> Result<Box<dyn Element>, Vec<String>> {
     let mut a = linerate_args::Args::new(&ctx.args);
     let offset: Option<usize> = a.read("OFFSET");
+    let file: Option<String> = a.read("FILE");
     let imp: String = a.read_or("IMPL", "fast".to_string());
     let rules = a.read_rest();
     let reference = match imp.to_ascii_lowercase().as_str() {
@@ -763,6 +795,24 @@ fn make(ctx: &ConfigureCtx<'_>) -> Result<Box<dyn Element>, Vec<String>> {
         match e.parse_checked(r).and_then(|r| e.tcam.insert(r)) {
             Ok(()) => {}
             Err(m) => errors.push(format!("rule {}: {m}", i + 1)),
+        }
+    }
+    if let Some(f) = file {
+        match std::fs::read_to_string(&f) {
+            Err(err) => errors.push(format!("FILE {f}: {err}")),
+            Ok(text) => {
+                for (i, line) in text.lines().enumerate() {
+                    let l = line.trim();
+                    if l.is_empty() || l.starts_with('#') || l.starts_with("//") {
+                        continue;
+                    }
+                    if let Err(m) = e.parse_checked(l).and_then(|r| e.tcam.insert(r)) {
+                        if errors.len() < 10 {
+                            errors.push(format!("{f}:{}: {m}", i + 1));
+                        }
+                    }
+                }
+            }
         }
     }
     if errors.is_empty() {

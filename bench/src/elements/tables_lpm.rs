@@ -208,7 +208,7 @@ fn tcam_rules(path: &Path) -> (Vec<String>, Vec<Tuple>) {
             let dst = (0x1400_0000 | (rng.next() as u32 & 0x00ff_ffff)) & m(dl);
             let sport = (rng.next() % 65535) as u16 + 1;
             let dport = (rng.next() % 1024) as u16;
-            let proto = if rng.next() % 2 == 0 { 6 } else { 17 };
+            let proto = if rng.next().is_multiple_of(2) { 6 } else { 17 };
             let prio = (15 - t as u64) * 500 + rng.next() % 1000;
             let mut r = format!("{prio} {}", rules.len() % OUTPUTS);
             if sl > 0 {
@@ -241,7 +241,7 @@ fn tcam_rules(path: &Path) -> (Vec<String>, Vec<Tuple>) {
     let tuples = (0..4096)
         .map(|_| {
             let x = rng.next();
-            if x % 10 == 0 {
+            if x.is_multiple_of(10) {
                 return (
                     x as u32,
                     (x >> 32) as u32,

@@ -628,7 +628,7 @@ impl Tcam {
     }
 
     fn sort(&mut self) {
-        self.tables.sort_by(|a, b| b.bound.cmp(&a.bound));
+        self.tables.sort_by_key(|t| std::cmp::Reverse(t.bound));
     }
 
     /// The output of the best rule matching `k` (one key, control path).
@@ -666,12 +666,11 @@ impl Tcam {
         live: &mut [u8],
     ) {
         ranks.fill(0);
-        let n = keys.len();
         for t in &self.tables {
             // Packets that can still improve on their best.
             let mut nl = 0;
-            for i in 0..n {
-                if ranks[i] < t.bound {
+            for (i, &r) in ranks.iter().enumerate() {
+                if r < t.bound {
                     live[nl] = i as u8;
                     nl += 1;
                 }

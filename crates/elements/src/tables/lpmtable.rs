@@ -301,6 +301,8 @@ impl Fib4 for Dir248 {
 // ---------------------------------------------------------------------
 // IPv6: compressed multibit trie.
 
+/// Marks a walk whose next step is reading a leaf (not a bit position).
+const LEAF: u8 = 0xff;
 /// Bits per node below the first level.
 const STRIDE: u32 = 6;
 /// Slots of the direct first level (the top 16 bits).
@@ -482,8 +484,8 @@ impl Fib6 for Poptrie6 {
 
 impl Poptrie6 {
     /// Level-synchronous walk: every packet of the chunk advances one
-    /// node per round, and the next round's node is prefetched, so the
-    /// memory latency of one packet's walk overlaps the others'.
+    /// node per round, and the next round's node (or leaf) is prefetched,
+    /// so the memory latency of one packet's walk overlaps the others'.
     #[inline]
     fn lookup_chunk(&self, addrs: &[u128], out: &mut [u32]) {
         let mut act = [0u8; 256];
@@ -513,6 +515,11 @@ impl Poptrie6 {
                 let i = usize::from(act[j]);
                 let a = addrs[i];
                 let t = &top[(a >> 112) as usize];
+                if base[i] == LEAF {
+                    // The leaf prefetched last round.
+                    out[i] = t.leaves[node[i] as usize];
+                    continue;
+                }
                 let n = &t.nodes[node[i] as usize];
                 let c = chunk(a, u32::from(base[i]));
                 let upto = u64::MAX >> (63 - c);
@@ -521,12 +528,14 @@ impl Poptrie6 {
                     prefetch(&t.nodes[ni]);
                     node[i] = ni as u32;
                     base[i] += STRIDE as u8;
-                    act[k] = i as u8;
-                    k += 1;
                 } else {
-                    out[i] =
-                        t.leaves[n.base0 as usize + (n.leafvec & upto).count_ones() as usize - 1];
+                    let li = n.base0 as usize + (n.leafvec & upto).count_ones() as usize - 1;
+                    prefetch(&t.leaves[li]);
+                    node[i] = li as u32;
+                    base[i] = LEAF;
                 }
+                act[k] = i as u8;
+                k += 1;
             }
             na = k;
         }

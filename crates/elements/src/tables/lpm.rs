@@ -78,6 +78,17 @@
 //! updates rebuild the subtrie of one first-level slot. Handlers run
 //! between batches, so routes change while traffic flows. Nothing is
 //! allocated per packet (scratch arrays are reused batch to batch).
+//!
+//! Performance against the goals (150 Mpps IPv4 with 1M prefixes,
+//! 30 Mpps IPv6 with 200K), measured on a shared two-core VM: not met
+//! there. Profiles: with 65,536 random destinations over the 64 MiB
+//! IPv4 table nearly every lookup misses the caches and the TLB (4 KiB
+//! pages); the time sits on the tbl24 load despite the batch prefetch.
+//! The IPv6 walk is 6 to 8 dependent loads for a /48 (nodes, then the
+//! leaf), which the level-synchronous walk overlaps but does not hide, and
+//! the population counts compile to a bit-twiddling sequence because the
+//! workspace targets baseline x86-64 (no `POPCNT`). Output batches per
+//! port and the framework's per-batch work are part of every row.
 
 use super::lpmtable::{
     mask6, BinTrie, Dir248, Fib4, Fib6, NextHop, NextHops, Poptrie6, Rib, RibEntry,

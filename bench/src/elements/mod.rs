@@ -29,6 +29,7 @@ mod parse;
 mod scion;
 mod standard;
 mod tables_hash;
+mod tables_lpm;
 pub mod traffic;
 
 use std::path::{Path, PathBuf};
@@ -107,6 +108,7 @@ pub fn all_cases(dir: &Path) -> Vec<Case> {
     v.extend(scion::cases(dir));
     v.extend(crypto::cases(dir));
     v.extend(tables_hash::cases(dir));
+    v.extend(tables_lpm::cases(dir));
     v
 }
 

@@ -136,17 +136,11 @@ fn make(ctx: &ConfigureCtx<'_>) -> Result<Box<dyn Element>, Vec<String>> {
     let file: Option<String> = a.read("FILE");
     let copy = a.read_or("COPY", false);
     a.complete().map_err(|e| e.0)?;
-    if let Some(f) = file {
-        let frames = load_frames(&f).map_err(|e| vec![e])?;
-        return Ok(Box::new(MemoryReplay::new(
-            frames, ctx, limit, burst, active, stop, timestamp,
-        )?));
-    }
     let mut errs = Vec::new();
-    if !(42..=65535).contains(&len) {
+    if file.is_none() && !(42..=65535).contains(&len) {
         errs.push("LENGTH must be between 42 and 65535".to_string());
     }
-    if nframes == 0 || nframes > 1 << 24 {
+    if file.is_none() && (nframes == 0 || nframes > 1 << 24) {
         errs.push("PACKETS must be between 1 and 16777216".to_string());
     }
     if burst == 0 {
@@ -155,23 +149,28 @@ fn make(ctx: &ConfigureCtx<'_>) -> Result<Box<dyn Element>, Vec<String>> {
     if !errs.is_empty() {
         return Err(errs);
     }
-    if len.div_ceil(64) * 64 * nframes > 1 << 30 {
-        return Err(vec!["LENGTH * PACKETS must be at most 1 GiB".into()]);
-    }
-    let frames: Vec<Vec<u8>> = (0..nframes)
-        .map(|i| {
-            let mut f = vec![0u8; len];
-            build_frame(i as u32, &mut f);
-            f
-        })
-        .collect();
+    let frames: Vec<Vec<u8>> = match file {
+        Some(f) => load_frames(&f).map_err(|e| vec![e])?,
+        None => {
+            if len.div_ceil(64) * 64 * nframes > 1 << 30 {
+                return Err(vec!["LENGTH * PACKETS must be at most 1 GiB".into()]);
+            }
+            (0..nframes)
+                .map(|i| {
+                    let mut f = vec![0u8; len];
+                    build_frame(i as u32, &mut f);
+                    f
+                })
+                .collect()
+        }
+    };
     if limit >= 0 && ctx.replica.1 > 1 {
         let (r, n) = (ctx.replica.0 as i64, ctx.replica.1 as i64);
         limit = limit / n + i64::from(r < limit % n);
     }
-    Ok(Box::new(MemoryReplay::new(
-        frames, ctx, limit, burst, active, stop, timestamp,
-    )?))
+    let mut m = MemoryReplay::new(frames, ctx, limit, burst, active, stop, timestamp)?;
+    m.copy = copy;
+    Ok(Box::new(m))
 }
 
 /// Read every frame of a pcap or pcapng file.

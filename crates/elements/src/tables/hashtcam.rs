@@ -1,0 +1,932 @@
+//! Ternary (wildcard) matching of 5-tuples with priorities, as a few hash
+//! tables over distinct masks (tuple space search).
+//!
+//! # Synopsis
+//! `HashTCAM([RULE1, RULE2, ..., KEYWORDS])`
+//!
+//! # Ports
+//! One push input; one or more push outputs (as many as the rules use).
+//!
+//! # Arguments
+//! - Rules: `PRIORITY OUTPUT [FIELD VALUE]...`. Fields left out match
+//!   anything. `src` and `dst` take an address prefix (`10.0.0.0/8`,
+//!   `2001:db8::/32`, a bare address for a host, `any`); IPv4 prefixes match
+//!   only IPv4 packets and IPv6 prefixes only IPv6 packets. `sport` and
+//!   `dport` take `N`, `VALUE/MASK` (`0x50/0xfff0`) or a range `LO-HI`
+//!   (expanded into value/mask pairs); `proto` takes `N` or `VALUE/MASK`.
+//!   `PRIORITY` is an integer from 0 to 2^31 - 1; the matching rule with
+//!   the highest priority wins, and among equal priorities the rule
+//!   inserted first.
+//! - `FILE` (filename): more rules, one a line; blank lines and lines
+//!   starting with `#` or `//` are skipped.
+//! - `OFFSET` (integer): where the IP header starts in the data of packets
+//!   whose network header annotation is unset; the element then sets the
+//!   network and transport header annotations there (as `MarkIPHeader`),
+//!   IPv4 or IPv6 by the version field, and reads the 5-tuple. Without it
+//!   such packets are bad.
+//! - `IMPL` (`fast` or `reference`, default `fast`): `reference` scans every
+//!   rule in order (ranges checked as ranges), with the same results.
+//!
+//! The 5-tuple is read with the flow-key contract (`FlowKey::from_packet`:
+//! network and transport header annotations, `L4_PROTO`); ports are 0
+//! where there is no transport header. A packet leaves on the output of
+//! its best matching rule; packets matching no rule are dropped and counted
+//! (`misses`), packets without a readable IP header are dropped and
+//! counted (`bad`). Click has no such element (its `IPClassifier` compiles
+//! a decision tree and cannot change rules at run time).
+//!
+//! # Handlers
+//! - `insert` (write): add a rule (same syntax); fails if an identical rule
+//!   (fields, priority and output) exists.
+//! - `delete` (write): remove the rule written identically.
+//! - `rules` (read): the rules in insertion order, one a line, normalised.
+//! - `count` (read): rules; `masks` (read): distinct masks (hash tables).
+//! - `lookups`, `misses`, `bad` (read): packets looked up, unmatched, bad.
+//!
+//! # Example
+//! ```click
+//! acl :: HashTCAM(100 0 dst 10.0.0.0/8 dport 80 proto 6,
+//!                 50 1 src 192.168.0.0/16, 10 2 dport 1024-65535);
+//! acl[0] -> Discard; acl[1] -> Discard; acl[2] -> Discard;
+//! ```
+//!
+//! # Implementation
+//! Each rule expands into value/mask entries (one unless a port range
+//! needs several); entries with the same mask share an open-addressing
+//! hash table (linear probing; 64-byte slots holding the masked key, the
+//! best rank and the output, and apart from them an array of 32-bit hash
+//! tags, so that a probe that misses, the common case, reads only the
+//! small tag array, which stays in cache, and a hit reads one slot line). The tables
+//! are kept sorted by the highest rule priority they hold. A batch is
+//! looked up table by table: for every packet that could still improve
+//! (its best match so far is below the table's priority bound), the masked
+//! key is hashed and its slot prefetched, then all are probed; the scan
+//! ends when no packet can improve, so high-priority specific rules end
+//! the search early. Keys are kept as five 64-bit words (struct of arrays
+//! per batch: keys, hashes, best ranks, outputs). Inserts and deletes touch
+//! one table per entry (no rebuild) and run between batches, so rules
+//! change while traffic flows. Nothing is allocated per packet.
+//!
+//! Performance against the issue's goal (40 Mpps with 8,000 rules over 16
+//! masks), measured on a shared two-core VM: not met there. Profile: the
+//! time is in the tag loads of the probes, one per table a packet still
+//! has to search; with priority bands that overlap (as in the benchmark)
+//! a packet searches about half of the 16 tables, and every packet that
+//! matches only a low-priority rule, or none, searches all of them.
+//! Inserts take a few microseconds (a table that doubles takes longer).
+
+use linerate_runtime::flow::FlowKey;
+use linerate_runtime::{Batch, ConfigureCtx, Ctx, Element, ElementClass, HandlerSpec, Packet};
+use std::any::Any;
+use std::collections::BTreeMap;
+use std::collections::HashMap;
+use std::net::Ipv6Addr;
+
+/// The `HashTCAM` element class.
+pub const CLASS: ElementClass = ElementClass {
+    name: "HashTCAM",
+    port_count: "1/-",
+    processing: "h/h",
+    doc: element_doc!("tables/hashtcam"),
+    make,
+};
+
+/// A port field: value/mask or an inclusive range.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum PortSpec {
+    /// `port & mask == value`.
+    Mask(u16, u16),
+    /// `lo <= port <= hi`.
+    Range(u16, u16),
+}
+
+impl PortSpec {
+    fn matches(&self, p: u16) -> bool {
+        match *self {
+            PortSpec::Mask(v, m) => p & m == v,
+            PortSpec::Range(lo, hi) => (lo..=hi).contains(&p),
+        }
+    }
+
+    /// Value/mask pairs covering the spec.
+    fn expand(&self) -> Vec<(u16, u16)> {
+        match *self {
+            PortSpec::Mask(v, m) => vec![(v, m)],
+            PortSpec::Range(lo, hi) => {
+                let mut v = Vec::new();
+                let (mut lo, hi) = (u32::from(lo), u32::from(hi));
+                while lo <= hi {
+                    // The largest aligned block starting at lo within hi.
+                    let mut size = if lo == 0 {
+                        1 << 16
+                    } else {
+                        1u32 << lo.trailing_zeros()
+                    };
+                    while lo + size - 1 > hi {
+                        size >>= 1;
+                    }
+                    v.push((lo as u16, !(size - 1) as u16));
+                    lo += size;
+                }
+                v
+            }
+        }
+    }
+
+    fn unparse(&self) -> String {
+        match *self {
+            PortSpec::Mask(v, 0xffff) => v.to_string(),
+            PortSpec::Mask(v, m) => format!("{v:#x}/{m:#x}"),
+            PortSpec::Range(lo, hi) => format!("{lo}-{hi}"),
+        }
+    }
+}
+
+/// An address field: IPv4-mapped or IPv6 value and mask over 128 bits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct AddrSpec {
+    /// Address bits (IPv4 as `::ffff:a.b.c.d`), host bits cleared.
+    pub value: u128,
+    /// Prefix length over the 128 bits (96 + IPv4 length for IPv4).
+    pub len: u8,
+}
+
+impl AddrSpec {
+    fn mask(&self) -> u128 {
+        u128::MAX
+            .checked_shl(128 - u32::from(self.len))
+            .unwrap_or(0)
+    }
+
+    fn parse(s: &str) -> Option<AddrSpec> {
+        if s == "any" {
+            return Some(AddrSpec { value: 0, len: 0 });
+        }
+        if let Ok(p) = <linerate_args::Ipv4Prefix as linerate_args::ArgValue>::parse_arg(s) {
+            let v = (0xffffu128 << 32) | u128::from(u32::from(p.addr));
+            let a = AddrSpec {
+                value: v,
+                len: 96 + p.len,
+            };
+            return Some(AddrSpec {
+                value: v & a.mask(),
+                ..a
+            });
+        }
+        let p = <linerate_args::Ipv6Prefix as linerate_args::ArgValue>::parse_arg(s).ok()?;
+        let a = AddrSpec {
+            value: u128::from(p.addr),
+            len: p.len,
+        };
+        Some(AddrSpec {
+            value: a.value & a.mask(),
+            ..a
+        })
+    }
+
+    fn unparse(&self) -> String {
+        let a = Ipv6Addr::from(self.value);
+        match a.to_ipv4_mapped() {
+            Some(v4) if self.len >= 96 => format!("{v4}/{}", self.len - 96),
+            _ => format!("{a}/{}", self.len),
+        }
+    }
+}
+
+/// One rule.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Rule {
+    /// Priority (higher wins).
+    pub prio: u32,
+    /// Output port.
+    pub port: u32,
+    /// Source prefix.
+    pub src: AddrSpec,
+    /// Destination prefix.
+    pub dst: AddrSpec,
+    /// Source port.
+    pub sport: PortSpec,
+    /// Destination port.
+    pub dport: PortSpec,
+    /// Protocol value and mask.
+    pub proto: (u8, u8),
+}
+
+const ANY_PORT: PortSpec = PortSpec::Mask(0, 0);
+const ANY_ADDR: AddrSpec = AddrSpec { value: 0, len: 0 };
+
+fn parse_num<T: TryFrom<u64>>(s: &str) -> Option<T> {
+    let v = match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
+        Some(h) => u64::from_str_radix(h, 16).ok()?,
+        None => s.parse().ok()?,
+    };
+    T::try_from(v).ok()
+}
+
+fn parse_port(s: &str) -> Option<PortSpec> {
+    if let Some((lo, hi)) = s.split_once('-') {
+        let (lo, hi) = (parse_num(lo)?, parse_num(hi)?);
+        return (lo <= hi).then_some(PortSpec::Range(lo, hi));
+    }
+    if let Some((v, m)) = s.split_once('/') {
+        let (v, m): (u16, u16) = (parse_num(v)?, parse_num(m)?);
+        return Some(PortSpec::Mask(v & m, m));
+    }
+    Some(PortSpec::Mask(parse_num(s)?, 0xffff))
+}
+
+impl Rule {
+    /// Parse `PRIORITY OUTPUT [FIELD VALUE]...`.
+    pub fn parse(s: &str) -> Result<Rule, String> {
+        let mut w = s.split_ascii_whitespace();
+        let prio = w
+            .next()
+            .and_then(parse_num::<u32>)
+            .filter(|&p| p < 1 << 31)
+            .ok_or("expected 'PRIORITY OUTPUT [FIELD VALUE]...'")?;
+        let port = w
+            .next()
+            .and_then(parse_num::<u32>)
+            .ok_or("expected 'PRIORITY OUTPUT [FIELD VALUE]...'")?;
+        let mut r = Rule {
+            prio,
+            port,
+            src: ANY_ADDR,
+            dst: ANY_ADDR,
+            sport: ANY_PORT,
+            dport: ANY_PORT,
+            proto: (0, 0),
+        };
+        while let Some(f) = w.next() {
+            let v = w.next().ok_or_else(|| format!("missing value for '{f}'"))?;
+            let bad = || format!("bad {f} '{v}'");
+            match f {
+                "src" => r.src = AddrSpec::parse(v).ok_or_else(bad)?,
+                "dst" => r.dst = AddrSpec::parse(v).ok_or_else(bad)?,
+                "sport" => r.sport = parse_port(v).ok_or_else(bad)?,
+                "dport" => r.dport = parse_port(v).ok_or_else(bad)?,
+                "proto" => {
+                    r.proto = match v.split_once('/') {
+                        Some((a, m)) => {
+                            let (a, m): (u8, u8) =
+                                (parse_num(a).ok_or_else(bad)?, parse_num(m).ok_or_else(bad)?);
+                            (a & m, m)
+                        }
+                        None => (parse_num(v).ok_or_else(bad)?, 0xff),
+                    }
+                }
+                _ => return Err(format!("unknown field '{f}'")),
+            }
+        }
+        Ok(r)
+    }
+
+    /// The normalised text of the rule.
+    pub fn unparse(&self) -> String {
+        let mut s = format!("{} {}", self.prio, self.port);
+        if self.src.len > 0 {
+            s.push_str(&format!(" src {}", self.src.unparse()));
+        }
+        if self.dst.len > 0 {
+            s.push_str(&format!(" dst {}", self.dst.unparse()));
+        }
+        if self.sport != ANY_PORT {
+            s.push_str(&format!(" sport {}", self.sport.unparse()));
+        }
+        if self.dport != ANY_PORT {
+            s.push_str(&format!(" dport {}", self.dport.unparse()));
+        }
+        match self.proto {
+            (_, 0) => {}
+            (p, 0xff) => s.push_str(&format!(" proto {p}")),
+            (p, m) => s.push_str(&format!(" proto {p}/{m}")),
+        }
+        s
+    }
+
+    /// Whether `k` matches (the reference semantics).
+    pub fn matches(&self, k: &Key) -> bool {
+        let (src, dst) = (u128::from_be_bytes(k.src), u128::from_be_bytes(k.dst));
+        src & self.src.mask() == self.src.value
+            && dst & self.dst.mask() == self.dst.value
+            && self.sport.matches(k.sport)
+            && self.dport.matches(k.dport)
+            && k.proto & self.proto.1 == self.proto.0
+    }
+
+    /// The value/mask entries of the rule, as packed key words.
+    fn entries(&self) -> Vec<(Words, Words)> {
+        let mut v = Vec::new();
+        for (sv, sm) in self.sport.expand() {
+            for (dv, dm) in self.dport.expand() {
+                let val = Key {
+                    src: self.src.value.to_be_bytes(),
+                    dst: self.dst.value.to_be_bytes(),
+                    sport: sv,
+                    dport: dv,
+                    proto: self.proto.0,
+                    version: 0,
+                };
+                let mask = Key {
+                    src: self.src.mask().to_be_bytes(),
+                    dst: self.dst.mask().to_be_bytes(),
+                    sport: sm,
+                    dport: dm,
+                    proto: self.proto.1,
+                    version: 0,
+                };
+                v.push((pack(&val), pack(&mask)));
+            }
+        }
+        v
+    }
+}
+
+/// The 5-tuple key.
+pub type Key = FlowKey;
+
+/// A key packed into five words: source, destination, ports and protocol.
+type Words = [u64; 5];
+
+#[inline]
+fn pack(k: &Key) -> Words {
+    let src = u128::from_be_bytes(k.src);
+    let dst = u128::from_be_bytes(k.dst);
+    [
+        (src >> 64) as u64,
+        src as u64,
+        (dst >> 64) as u64,
+        dst as u64,
+        u64::from(k.sport) << 48 | u64::from(k.dport) << 32 | u64::from(k.proto) << 24,
+    ]
+}
+
+#[inline(always)]
+fn masked(k: &Words, m: &Words) -> Words {
+    [
+        k[0] & m[0],
+        k[1] & m[1],
+        k[2] & m[2],
+        k[3] & m[3],
+        k[4] & m[4],
+    ]
+}
+
+#[inline(always)]
+fn hash(k: &Words) -> u64 {
+    let a = (k[0] ^ k[2].rotate_left(23)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    let b = (k[1] ^ k[3].rotate_left(41)).wrapping_mul(0xc2b2_ae3d_27d4_eb4f);
+    let c = k[4].wrapping_mul(0x1656_67b1_9e37_79f9);
+    let h = a ^ b.rotate_left(17) ^ c.rotate_left(31);
+    h ^ (h >> 29)
+}
+
+#[inline(always)]
+fn prefetch<T>(x: &T) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: prefetching is a hint and never faults.
+    unsafe {
+        std::arch::x86_64::_mm_prefetch(x as *const T as *const i8, std::arch::x86_64::_MM_HINT_T0);
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = x;
+}
+
+/// A hash-table slot: one cache line. `rank` 0 means empty.
+#[repr(C, align(64))]
+#[derive(Debug, Clone, Copy, Default)]
+struct Slot {
+    key: Words,
+    rank: u64,
+    port: u32,
+}
+
+/// The entries of one mask: an open-addressing table (linear probing,
+/// backward-shift deletion) holding, per masked key, the best entry; all
+/// entries of a key (several rules may share one) in `owners`.
+#[derive(Debug, Clone)]
+struct MaskTable {
+    mask: Words,
+    /// The highest rank in the table: the search's bound.
+    bound: u64,
+    /// Per slot, 32 bits of the key's hash (never 0), 0 for empty: a
+    /// probe reads this small array (16 tags a cache line) and touches a
+    /// slot only when its tag matches.
+    tags: Vec<u32>,
+    slots: Vec<Slot>,
+    len: usize,
+    owners: HashMap<Words, Vec<(u64, u32)>>,
+}
+
+#[inline(always)]
+fn tag(h: u64) -> u32 {
+    (h >> 32) as u32 | 1
+}
+
+impl MaskTable {
+    fn new(mask: Words) -> MaskTable {
+        MaskTable {
+            mask,
+            bound: 0,
+            tags: vec![0; 16],
+            slots: vec![Slot::default(); 16],
+            len: 0,
+            owners: HashMap::new(),
+        }
+    }
+
+    #[inline(always)]
+    fn find(&self, key: &Words, h: u64) -> Option<&Slot> {
+        let m = self.tags.len() - 1;
+        let t = tag(h);
+        let mut i = h as usize & m;
+        loop {
+            let g = self.tags[i];
+            if g == 0 {
+                return None;
+            }
+            if g == t && self.slots[i].key == *key {
+                return Some(&self.slots[i]);
+            }
+            i = (i + 1) & m;
+        }
+    }
+
+    fn set(&mut self, key: Words, best: Option<(u64, u32)>) {
+        let m = self.tags.len() - 1;
+        let h = hash(&key);
+        let mut i = h as usize & m;
+        while self.tags[i] != 0 && self.slots[i].key != key {
+            i = (i + 1) & m;
+        }
+        match best {
+            Some((rank, port)) => {
+                if self.tags[i] == 0 {
+                    self.len += 1;
+                }
+                self.tags[i] = tag(h);
+                self.slots[i] = Slot { key, rank, port };
+                if self.len * 2 > self.tags.len() {
+                    self.grow();
+                }
+            }
+            None if self.tags[i] != 0 => {
+                // Backward-shift deletion.
+                self.len -= 1;
+                let mut hole = i;
+                let mut j = i;
+                loop {
+                    j = (j + 1) & m;
+                    if self.tags[j] == 0 {
+                        break;
+                    }
+                    let home = hash(&self.slots[j].key) as usize & m;
+                    // Move j into the hole unless its home lies in (hole, j].
+                    if (j.wrapping_sub(home) & m) >= (j.wrapping_sub(hole) & m) {
+                        self.slots[hole] = self.slots[j];
+                        self.tags[hole] = self.tags[j];
+                        hole = j;
+                    }
+                }
+                self.slots[hole] = Slot::default();
+                self.tags[hole] = 0;
+            }
+            None => {}
+        }
+    }
+
+    fn grow(&mut self) {
+        let n = self.tags.len() * 2;
+        let old = std::mem::replace(&mut self.slots, vec![Slot::default(); n]);
+        let old_tags = std::mem::replace(&mut self.tags, vec![0; n]);
+        let m = n - 1;
+        for (s, g) in old.into_iter().zip(old_tags) {
+            if g == 0 {
+                continue;
+            }
+            let mut i = hash(&s.key) as usize & m;
+            while self.tags[i] != 0 {
+                i = (i + 1) & m;
+            }
+            self.slots[i] = s;
+            self.tags[i] = g;
+        }
+    }
+
+    fn insert(&mut self, key: Words, rank: u64, port: u32) {
+        let list = self.owners.entry(key).or_default();
+        list.push((rank, port));
+        let best = list.iter().copied().max_by_key(|e| e.0);
+        self.set(key, best);
+        self.bound = self.bound.max(rank);
+    }
+
+    fn remove(&mut self, key: Words, rank: u64) {
+        let Some(list) = self.owners.get_mut(&key) else {
+            return;
+        };
+        list.retain(|e| e.0 != rank);
+        let best = list.iter().copied().max_by_key(|e| e.0);
+        if list.is_empty() {
+            self.owners.remove(&key);
+        }
+        self.set(key, best);
+        if rank == self.bound {
+            self.bound = self
+                .slots
+                .iter()
+                .zip(&self.tags)
+                .filter(|x| *x.1 != 0)
+                .map(|x| x.0.rank)
+                .max()
+                .unwrap_or(0);
+        }
+    }
+}
+
+/// The rule set and its tuple-space tables.
+#[derive(Debug, Clone, Default)]
+pub struct Tcam {
+    /// Rules by insertion sequence number.
+    rules: BTreeMap<u32, Rule>,
+    /// Sequence number of each rule.
+    index: HashMap<Rule, u32>,
+    seq: u32,
+    reference: bool,
+    tables: Vec<MaskTable>,
+}
+
+/// A rule's rank: priority first, then earlier insertion. Never 0.
+fn rank(r: &Rule, seq: u32) -> u64 {
+    (u64::from(r.prio) + 1) << 32 | u64::from(u32::MAX - seq)
+}
+
+impl Tcam {
+    /// An empty rule set; `reference` scans rules linearly.
+    pub fn new(reference: bool) -> Tcam {
+        Tcam {
+            reference,
+            ..Tcam::default()
+        }
+    }
+
+    /// Rules in insertion order.
+    pub fn rules(&self) -> impl Iterator<Item = &Rule> {
+        self.rules.values()
+    }
+
+    /// Number of rules.
+    pub fn len(&self) -> usize {
+        self.rules.len()
+    }
+
+    /// Whether there are no rules.
+    pub fn is_empty(&self) -> bool {
+        self.rules.is_empty()
+    }
+
+    /// Distinct masks (hash tables; 0 for the reference).
+    pub fn masks(&self) -> usize {
+        self.tables.len()
+    }
+
+    /// Add `r`; fails if an identical rule exists.
+    pub fn insert(&mut self, r: Rule) -> Result<(), String> {
+        if self.index.contains_key(&r) {
+            return Err(format!("rule '{}' exists", r.unparse()));
+        }
+        let seq = self.seq;
+        self.seq += 1;
+        self.rules.insert(seq, r);
+        self.index.insert(r, seq);
+        if !self.reference {
+            let rk = rank(&r, seq);
+            for (val, mask) in r.entries() {
+                let t = match self.tables.iter().position(|t| t.mask == mask) {
+                    Some(t) => t,
+                    None => {
+                        self.tables.push(MaskTable::new(mask));
+                        self.tables.len() - 1
+                    }
+                };
+                self.tables[t].insert(val, rk, r.port);
+            }
+            self.sort();
+        }
+        Ok(())
+    }
+
+    /// Remove the rule equal to `r`.
+    pub fn delete(&mut self, r: &Rule) -> Result<(), String> {
+        let Some(seq) = self.index.remove(r) else {
+            return Err(format!("rule '{}' not found", r.unparse()));
+        };
+        self.rules.remove(&seq);
+        if !self.reference {
+            let rk = rank(r, seq);
+            for (val, mask) in r.entries() {
+                if let Some(t) = self.tables.iter_mut().find(|t| t.mask == mask) {
+                    t.remove(val, rk);
+                }
+            }
+            self.tables.retain(|t| t.len > 0);
+            self.sort();
+        }
+        Ok(())
+    }
+
+    fn sort(&mut self) {
+        self.tables.sort_by_key(|t| std::cmp::Reverse(t.bound));
+    }
+
+    /// The output of the best rule matching `k` (one key, control path).
+    pub fn lookup(&self, k: &Key) -> Option<u32> {
+        if self.reference {
+            return self.lookup_reference(k).map(|r| r.0.port);
+        }
+        let mut keys = [pack(k)];
+        let mut out = [0u32; 1];
+        let mut ranks = [0u64; 1];
+        let mut hashes = [0u64; 1];
+        let mut live = [0u8; 1];
+        self.lookup_batch(&mut keys, &mut hashes, &mut ranks, &mut out, &mut live);
+        (ranks[0] != 0).then_some(out[0])
+    }
+
+    /// The best rule matching `k` and its rank, by scanning every rule.
+    fn lookup_reference(&self, k: &Key) -> Option<(&Rule, u64)> {
+        self.rules
+            .iter()
+            .filter(|(_, r)| r.matches(k))
+            .map(|(&s, r)| (r, rank(r, s)))
+            .max_by_key(|x| x.1)
+    }
+
+    /// Tuple space search over a batch of packed keys: `ranks[i]` is the
+    /// best rank (0: no match) and `out[i]` its output. `hashes` and `live`
+    /// are scratch arrays of the same length.
+    fn lookup_batch(
+        &self,
+        keys: &mut [Words],
+        hashes: &mut [u64],
+        ranks: &mut [u64],
+        out: &mut [u32],
+        live: &mut [u8],
+    ) {
+        ranks.fill(0);
+        for t in &self.tables {
+            // Packets that can still improve on their best.
+            let mut nl = 0;
+            for (i, &r) in ranks.iter().enumerate() {
+                if r < t.bound {
+                    live[nl] = i as u8;
+                    nl += 1;
+                }
+            }
+            if nl == 0 {
+                break;
+            }
+            let m = t.tags.len() - 1;
+            for &i in &live[..nl] {
+                let i = usize::from(i);
+                let h = hash(&masked(&keys[i], &t.mask));
+                hashes[i] = h;
+                prefetch(&t.tags[h as usize & m]);
+            }
+            for &i in &live[..nl] {
+                let i = usize::from(i);
+                if let Some(s) = t.find(&masked(&keys[i], &t.mask), hashes[i]) {
+                    if s.rank > ranks[i] {
+                        ranks[i] = s.rank;
+                        out[i] = s.port;
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The HashTCAM element.
+pub struct HashTcam {
+    tcam: Tcam,
+    noutputs: usize,
+    offset: Option<usize>,
+    lookups: u64,
+    misses: u64,
+    bad: u64,
+    keys: Vec<Words>,
+    flow: Vec<Key>,
+    idx: Vec<u16>,
+    hashes: Vec<u64>,
+    ranks: Vec<u64>,
+    out: Vec<u32>,
+    live: Vec<u8>,
+    outs: Vec<Batch>,
+}
+
+const HANDLERS: &[HandlerSpec] = &[
+    HandlerSpec::write("insert"),
+    HandlerSpec::write("delete"),
+    HandlerSpec::read("rules"),
+    HandlerSpec::gauge("count"),
+    HandlerSpec::gauge("masks"),
+    HandlerSpec::counter("lookups"),
+    HandlerSpec::counter("misses"),
+    HandlerSpec::counter("bad"),
+];
+
+impl HashTcam {
+    fn parse_checked(&self, s: &str) -> Result<Rule, String> {
+        let r = Rule::parse(s.split("//").next().unwrap_or("").trim())?;
+        if r.port as usize >= self.noutputs {
+            return Err(format!("output {} out of range", r.port));
+        }
+        Ok(r)
+    }
+
+    /// The 5-tuple of `p`, setting the header annotations from `OFFSET`
+    /// when they are unset.
+    #[inline]
+    fn key(&self, p: &mut Packet) -> Option<Key> {
+        if p.network_header_offset().is_none() {
+            let off = self.offset?;
+            let d = p.data().get(off..)?;
+            let hl = match d.first()? >> 4 {
+                4 => usize::from(d[0] & 15) * 4,
+                6 => 40,
+                _ => return None,
+            };
+            let whole = hl >= 20 && d.len() >= hl;
+            p.set_network_header(off as isize);
+            if whole {
+                p.set_transport_header((off + hl) as isize);
+            }
+        }
+        FlowKey::from_packet(p)
+    }
+}
+
+fn make(ctx: &ConfigureCtx<'_>) -> Result<Box<dyn Element>, Vec<String>> {
+    let mut a = linerate_args::Args::new(&ctx.args);
+    let offset: Option<usize> = a.read("OFFSET");
+    let file: Option<String> = a.read("FILE");
+    let imp: String = a.read_or("IMPL", "fast".to_string());
+    let rules = a.read_rest();
+    let reference = match imp.to_ascii_lowercase().as_str() {
+        "fast" => false,
+        "reference" => true,
+        _ => {
+            a.error("IMPL: expected 'fast' or 'reference'");
+            false
+        }
+    };
+    a.complete().map_err(|e| e.0)?;
+    let mut e = HashTcam {
+        tcam: Tcam::new(reference),
+        noutputs: ctx.noutputs(),
+        offset,
+        lookups: 0,
+        misses: 0,
+        bad: 0,
+        keys: Vec::new(),
+        flow: Vec::new(),
+        idx: Vec::new(),
+        hashes: Vec::new(),
+        ranks: Vec::new(),
+        out: Vec::new(),
+        live: Vec::new(),
+        outs: (0..ctx.noutputs()).map(|_| Batch::new()).collect(),
+    };
+    let mut errors = Vec::new();
+    for (i, r) in rules.iter().enumerate() {
+        match e.parse_checked(r).and_then(|r| e.tcam.insert(r)) {
+            Ok(()) => {}
+            Err(m) => errors.push(format!("rule {}: {m}", i + 1)),
+        }
+    }
+    if let Some(f) = file {
+        match std::fs::read_to_string(&f) {
+            Err(err) => errors.push(format!("FILE {f}: {err}")),
+            Ok(text) => {
+                for (i, line) in text.lines().enumerate() {
+                    let l = line.trim();
+                    if l.is_empty() || l.starts_with('#') || l.starts_with("//") {
+                        continue;
+                    }
+                    if let Err(m) = e.parse_checked(l).and_then(|r| e.tcam.insert(r)) {
+                        if errors.len() < 10 {
+                            errors.push(format!("{f}:{}: {m}", i + 1));
+                        }
+                    }
+                }
+            }
+        }
+    }
+    if errors.is_empty() {
+        Ok(Box::new(e))
+    } else {
+        Err(errors)
+    }
+}
+
+impl Element for HashTcam {
+    fn push(&mut self, _port: usize, mut batch: Batch, ctx: &mut Ctx<'_>) {
+        self.lookups += batch.len() as u64;
+        // Keys of the packets that have one (the rest are bad).
+        self.keys.clear();
+        self.flow.clear();
+        self.idx.clear();
+        for (i, p) in batch.iter_mut().enumerate() {
+            let k = self.key(p);
+            match k {
+                Some(k) => {
+                    self.keys.push(pack(&k));
+                    self.flow.push(k);
+                    self.idx.push(i as u16);
+                }
+                None => self.idx.push(u16::MAX),
+            }
+        }
+        let n = self.keys.len();
+        self.ranks.resize(n, 0);
+        self.out.resize(n, 0);
+        self.hashes.resize(n, 0);
+        self.live.resize(256, 0);
+        if self.tcam.reference {
+            for i in 0..n {
+                match self.tcam.lookup_reference(&self.flow[i]) {
+                    Some((r, rk)) => {
+                        self.ranks[i] = rk;
+                        self.out[i] = r.port;
+                    }
+                    None => self.ranks[i] = 0,
+                }
+            }
+        } else {
+            for c in (0..n).step_by(256) {
+                let e = (c + 256).min(n);
+                self.tcam.lookup_batch(
+                    &mut self.keys[c..e],
+                    &mut self.hashes[c..e],
+                    &mut self.ranks[c..e],
+                    &mut self.out[c..e],
+                    &mut self.live,
+                );
+            }
+        }
+        let mut k = 0;
+        for (p, &i) in batch.into_iter().zip(self.idx.iter()) {
+            if i == u16::MAX {
+                self.bad += 1;
+                continue;
+            }
+            if self.ranks[k] == 0 {
+                self.misses += 1;
+            } else {
+                self.outs[self.out[k] as usize].push(p);
+            }
+            k += 1;
+        }
+        for (i, b) in self.outs.iter_mut().enumerate() {
+            if !b.is_empty() {
+                ctx.push(i, std::mem::take(b));
+            }
+        }
+    }
+
+    fn handlers(&self) -> &[HandlerSpec] {
+        HANDLERS
+    }
+
+    fn read_handler(&self, name: &str) -> Option<String> {
+        Some(match name {
+            "rules" => self.tcam.rules().fold(String::new(), |mut s, r| {
+                s.push_str(&r.unparse());
+                s.push('\n');
+                s
+            }),
+            "count" => self.tcam.len().to_string(),
+            "masks" => self.tcam.masks().to_string(),
+            "lookups" => self.lookups.to_string(),
+            "misses" => self.misses.to_string(),
+            "bad" => self.bad.to_string(),
+            _ => return None,
+        })
+    }
+
+    fn write_handler(&mut self, name: &str, value: &str) -> Option<Result<(), String>> {
+        Some(match name {
+            "insert" => self.parse_checked(value).and_then(|r| self.tcam.insert(r)),
+            "delete" => self.parse_checked(value).and_then(|r| self.tcam.delete(&r)),
+            _ => return None,
+        })
+    }
+
+    fn drops(&self) -> Vec<(&'static str, u64)> {
+        vec![("no match", self.misses), ("bad header", self.bad)]
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}

@@ -1,0 +1,643 @@
+//! IPv4 and IPv6 longest-prefix match: DIR-24-8 for IPv4, a compressed
+//! multibit trie for IPv6, batched lookups with prefetching.
+//!
+//! # Synopsis
+//! `LPM([ROUTE1, ROUTE2, ..., KEYWORDS])`
+//!
+//! # Ports
+//! One push input; one or more push outputs (as many as the routes use).
+//!
+//! # Arguments
+//! - Routes, in Click's routing-table syntax (as `RadixIPLookup`):
+//!   `ADDR/MASK [GATEWAY] OUTPUT`, the gateway optional (or `-`). IPv4
+//!   prefixes may be written as for RadixIPLookup (`18.26.4/24`,
+//!   `18.26.4.0/255.255.255.0`, a bare address for `/32`); IPv6 as
+//!   `2001:db8::/32 [fe80::1] 1`. A later route for the same prefix is
+//!   ignored, as in Click.
+//! - `FILE` (filename): more routes, one `prefix [gateway] output` a line;
+//!   blank lines and lines starting with `#` or `//` are skipped.
+//! - `HEADER` (boolean, default false): take the destination address from
+//!   the IP header at the network header annotation (IPv4 or IPv6 by its
+//!   version field) instead of the `DST_IP` annotation, which holds only
+//!   IPv4 addresses.
+//! - `OFFSET` (integer): with `HEADER`, where the IP header starts in the
+//!   data of packets whose network header annotation is unset (for traffic
+//!   straight from a source). Without it such packets are bad.
+//! - `IMPL` (`fast` or `reference`, default `fast`): `reference` uses a
+//!   binary trie (one address bit per level) for both families, with the
+//!   same results.
+//!
+//! Each packet's destination is looked up with longest-prefix match. If
+//! the route has a gateway, the destination annotation (`DST_IP`, or
+//! `DST_IP6` for IPv6) is set to it; with `HEADER` and no gateway it is set
+//! to the header's destination address. The packet leaves on the route's
+//! output. Packets without a route are dropped and counted (`no_route`);
+//! with `HEADER`, packets whose IP header is missing, truncated or of
+//! another version are dropped and counted (`bad`). Nothing is reported on
+//! standard error. Click's closest elements are `RadixIPLookup` (IPv4) and
+//! `LookupIP6Route` (IPv6); LPM handles both in one table.
+//!
+//! # Handlers
+//! - `table` (read): the routes, IPv4 then IPv6, each in prefix order, one
+//!   a line, `ADDR/LEN GW OUT` separated by tabs (`-` for no gateway; Click
+//!   lists routes in insertion order).
+//! - `lookup` (read/write): write an address (IPv4 or IPv6), then read `OUT`
+//!   or `OUT GW` (`-1` if no route), as RadixIPLookup's `lookup`.
+//! - `add` (write): add a route; fails with `conflict with existing route
+//!   '...'` if the prefix has one.
+//! - `set` (write): add or replace a route.
+//! - `remove` (write): remove the route for `ADDR/MASK [GW OUT]`.
+//! - `count` (read): routes in the table; `count4`, `count6` per family.
+//! - `lookups` (read): packets looked up; `no_route` (read): packets
+//!   without a route; `bad` (read): packets without a readable destination.
+//!
+//! # Example
+//! ```click
+//! rt :: LPM(10.0.0.0/8 0, 10.1.0.0/16 10.1.0.1 1, 2001:db8::/32 1,
+//!           FILE routes.txt, HEADER true);
+//! rt[0] -> Discard; rt[1] -> Discard;
+//! ```
+//!
+//! # Implementation
+//! IPv4 uses DIR-24-8: a 2^24-entry table (64 MiB) indexed by the top 24
+//! address bits holds a next-hop id, or the index of a 256-entry group
+//! for the last byte (prefixes longer than 24 bits). A lookup is one memory
+//! access, two for the long prefixes. IPv6 uses a 65,536-entry direct first
+//! level and then poptrie-style nodes of 6 bits (a child bitmap and a
+//! run-length leaf bitmap, found by population count), so 200,000 prefixes
+//! take tens of megabytes rather than the gigabytes of expanded stride
+//! tables. Lookups are batched: the destinations of a whole batch are
+//! collected first (struct of arrays: one address array per family), the
+//! first-level entries of all of them are prefetched, then resolved; the
+//! IPv6 walk is level-synchronous (every packet advances one node per
+//! round, the next node prefetched) so that cache misses of different
+//! packets overlap. Entries hold interned next-hop ids (port and gateway,
+//! a small table that stays in L1); prefix lengths needed only for updates
+//! live in separate arrays. Updates go to an ordered routing table first;
+//! IPv4 updates then rewrite only the entries the prefix covers, IPv6
+//! updates rebuild the subtrie of one first-level slot. Handlers run
+//! between batches, so routes change while traffic flows. Nothing is
+//! allocated per packet (scratch arrays are reused batch to batch).
+//!
+//! Performance against the issue's goals (150 Mpps IPv4 with 1M prefixes,
+//! 30 Mpps IPv6 with 200K), measured on a shared two-core VM: not met
+//! there. Profiles: with 65,536 random destinations over the 64 MiB
+//! IPv4 table nearly every lookup misses the caches and the TLB (4 KiB
+//! pages); the time sits on the tbl24 load despite the batch prefetch.
+//! The IPv6 walk is 6 to 8 dependent loads for a /48 (nodes, then the
+//! leaf), which the level-synchronous walk overlaps but does not hide, and
+//! the population counts compile to a bit-twiddling sequence because the
+//! workspace targets baseline x86-64 (no `POPCNT`). Output batches per
+//! port and the framework's per-batch work are part of every row.
+
+use super::lpmtable::{
+    mask6, BinTrie, Dir248, Fib4, Fib6, NextHop, NextHops, Poptrie6, Rib, RibEntry,
+};
+use crate::iproute::routetable::{parse_route, IpRoute};
+use linerate_runtime::anno::offsets;
+use linerate_runtime::{Batch, ConfigureCtx, Ctx, Element, ElementClass, HandlerSpec, Packet};
+use std::any::Any;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+
+/// The `LPM` element class.
+pub const CLASS: ElementClass = ElementClass {
+    name: "LPM",
+    port_count: "1/-",
+    processing: "h/h",
+    doc: element_doc!("tables/lpm"),
+    make,
+};
+
+/// One route of either family: `addr/len` (host bits cleared) to `port`
+/// via `gw` (0 for none; IPv4 in the low 32 bits).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Route {
+    /// IPv6 (else IPv4).
+    pub v6: bool,
+    /// Network address bits.
+    pub addr: u128,
+    /// Prefix length.
+    pub len: u8,
+    /// Gateway bits, 0 for none.
+    pub gw: u128,
+    /// Output port; -1 in a remove request means "any".
+    pub port: i32,
+}
+
+impl Route {
+    /// Parse `ADDR/MASK [GATEWAY] OUTPUT` (IPv4 with Click's
+    /// `cp_ip_route`, or IPv6); with `remove` the output may be left out.
+    pub fn parse(s: &str, remove: bool) -> Option<Route> {
+        if let Some(r) = parse_route(s, remove) {
+            return Some(Route {
+                v6: false,
+                addr: u128::from(u32::from(r.addr)),
+                len: r.prefix_len,
+                gw: u128::from(u32::from(r.gw)),
+                port: r.port,
+            });
+        }
+        let mut words = s.split_ascii_whitespace();
+        let p: linerate_args::Ipv6Prefix =
+            linerate_args::ArgValue::parse_arg(words.next()?).ok()?;
+        let mut gw = 0u128;
+        let mut word = words.next();
+        if let Some(w) = word {
+            if w == "-" {
+                word = words.next();
+            } else if let Ok(a) = w.parse::<Ipv6Addr>() {
+                gw = u128::from(a);
+                word = words.next();
+            }
+        }
+        let port = match word {
+            Some(w) => <i32 as linerate_args::ArgValue>::parse_arg(w).ok()?,
+            None if remove => -1,
+            None => return None,
+        };
+        if words.next().is_some() {
+            return None;
+        }
+        Some(Route {
+            v6: true,
+            addr: u128::from(p.addr) & mask6(p.len),
+            len: p.len,
+            gw,
+            port,
+        })
+    }
+
+    /// Click's unparse: `ADDR/LEN GW PORT`, with `tabs` as the `table`
+    /// handler prints it.
+    pub fn unparse(&self, tabs: bool) -> String {
+        if !self.v6 {
+            return IpRoute::new(
+                Ipv4Addr::from(self.addr as u32),
+                self.len,
+                Ipv4Addr::from(self.gw as u32),
+                self.port,
+            )
+            .unparse(tabs);
+        }
+        let sep = if tabs { '\t' } else { ' ' };
+        let gw = if self.gw == 0 {
+            "-".to_string()
+        } else {
+            Ipv6Addr::from(self.gw).to_string()
+        };
+        format!(
+            "{}/{}{sep}{gw}{sep}{}",
+            Ipv6Addr::from(self.addr),
+            self.len,
+            self.port
+        )
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Command {
+    Add,
+    Set,
+    Remove,
+}
+
+/// Packet family marks in the per-batch scratch array.
+const BAD: u8 = 0;
+const V4: u8 = 4;
+const V6: u8 = 6;
+
+/// The LPM element: both routing tables and the push path.
+pub struct Lpm {
+    rib4: Rib<u32>,
+    rib6: Rib<u128>,
+    hops: NextHops,
+    fib4: Box<dyn Fib4>,
+    fib6: Box<dyn Fib6>,
+    noutputs: usize,
+    header: bool,
+    offset: Option<usize>,
+    lookups: u64,
+    no_route: u64,
+    bad: u64,
+    lookup_result: String,
+    fam: Vec<u8>,
+    a4: Vec<u32>,
+    a6: Vec<u128>,
+    r4: Vec<u32>,
+    r6: Vec<u32>,
+    outs: Vec<Batch>,
+}
+
+const HANDLERS: &[HandlerSpec] = &[
+    HandlerSpec::read("table"),
+    HandlerSpec::read_write("lookup"),
+    HandlerSpec::write("add"),
+    HandlerSpec::write("set"),
+    HandlerSpec::write("remove"),
+    HandlerSpec::gauge("count"),
+    HandlerSpec::gauge("count4"),
+    HandlerSpec::gauge("count6"),
+    HandlerSpec::counter("lookups"),
+    HandlerSpec::counter("no_route"),
+    HandlerSpec::counter("bad"),
+];
+
+impl Lpm {
+    /// An empty table with `noutputs` outputs; `reference` selects the
+    /// binary tries.
+    pub fn new(noutputs: usize, reference: bool) -> Lpm {
+        let (fib4, fib6): (Box<dyn Fib4>, Box<dyn Fib6>) = if reference {
+            (Box::new(BinTrie::new(32)), Box::new(BinTrie::new(128)))
+        } else {
+            (Box::new(Dir248::new()), Box::new(Poptrie6::new()))
+        };
+        Lpm {
+            rib4: Rib::new(),
+            rib6: Rib::new(),
+            hops: NextHops::default(),
+            fib4,
+            fib6,
+            noutputs,
+            header: false,
+            offset: None,
+            lookups: 0,
+            no_route: 0,
+            bad: 0,
+            lookup_result: String::new(),
+            fam: Vec::new(),
+            a4: Vec::new(),
+            a6: Vec::new(),
+            r4: Vec::new(),
+            r6: Vec::new(),
+            outs: (0..noutputs).map(|_| Batch::new()).collect(),
+        }
+    }
+
+    fn existing(&self, r: &Route) -> Option<Route> {
+        let e = if r.v6 {
+            self.rib6.get(&(r.addr, r.len))
+        } else {
+            self.rib4.get(&(r.addr as u32, r.len))
+        }?;
+        Some(Route {
+            gw: e.gw,
+            port: e.port as i32,
+            ..*r
+        })
+    }
+
+    /// Add `r` (port already checked). With `set`, replace a route for the
+    /// same prefix and return it; otherwise fail with the existing route.
+    pub fn add(&mut self, r: Route, set: bool) -> Result<Option<Route>, Route> {
+        let old = self.existing(&r);
+        if let (Some(o), false) = (old, set) {
+            return Err(o);
+        }
+        let nh = self.hops.acquire(NextHop {
+            gw: r.gw,
+            port: r.port as u32,
+        });
+        let e = RibEntry {
+            gw: r.gw,
+            port: r.port as u32,
+            nh,
+        };
+        let prev = if r.v6 {
+            let p = self.rib6.insert((r.addr, r.len), e);
+            self.fib6.update(&self.rib6, r.addr, r.len);
+            p
+        } else {
+            let p = self.rib4.insert((r.addr as u32, r.len), e);
+            self.fib4.update(&self.rib4, r.addr as u32, r.len);
+            p
+        };
+        if let Some(p) = prev {
+            self.hops.release(p.nh);
+        }
+        Ok(old)
+    }
+
+    /// Remove the route `r` matches (same prefix, and same gateway and
+    /// port unless `r.port` is negative); return it.
+    pub fn remove(&mut self, r: &Route) -> Option<Route> {
+        let old = self.existing(r)?;
+        if r.port >= 0 && (r.gw != old.gw || r.port != old.port) {
+            return None;
+        }
+        let e = if r.v6 {
+            let e = self.rib6.remove(&(r.addr, r.len));
+            self.fib6.update(&self.rib6, r.addr, r.len);
+            e
+        } else {
+            let e = self.rib4.remove(&(r.addr as u32, r.len));
+            self.fib4.update(&self.rib4, r.addr as u32, r.len);
+            e
+        };
+        if let Some(e) = e {
+            self.hops.release(e.nh);
+        }
+        Some(old)
+    }
+
+    /// Longest-prefix match for one address (the control path).
+    pub fn lookup(&self, a: IpAddr) -> Option<NextHop> {
+        let mut out = [0u32];
+        match a {
+            IpAddr::V4(a) => self.fib4.lookup(&[u32::from(a)], &mut out),
+            IpAddr::V6(a) => self.fib6.lookup(&[u128::from(a)], &mut out),
+        }
+        (out[0] != 0).then(|| self.hops.get(out[0]))
+    }
+
+    /// Every route, IPv4 then IPv6, in prefix order.
+    pub fn routes(&self) -> Vec<Route> {
+        let r4 = self.rib4.iter().map(|(k, e)| Route {
+            v6: false,
+            addr: u128::from(k.0),
+            len: k.1,
+            gw: e.gw,
+            port: e.port as i32,
+        });
+        let r6 = self.rib6.iter().map(|(k, e)| Route {
+            v6: true,
+            addr: k.0,
+            len: k.1,
+            gw: e.gw,
+            port: e.port as i32,
+        });
+        r4.chain(r6).collect()
+    }
+
+    /// The `lookup` handler's text for `a`.
+    pub fn lookup_text(&self, a: IpAddr) -> String {
+        match self.lookup(a) {
+            None => "-1".to_string(),
+            Some(h) if h.gw == 0 => h.port.to_string(),
+            Some(h) => match a {
+                IpAddr::V4(_) => format!("{} {}", h.port, Ipv4Addr::from(h.gw as u32)),
+                IpAddr::V6(_) => format!("{} {}", h.port, Ipv6Addr::from(h.gw)),
+            },
+        }
+    }
+
+    fn parse_checked(&self, text: &str, remove: bool) -> Option<Route> {
+        let min = if remove { -1 } else { 0 };
+        Route::parse(text, remove).filter(|r| r.port >= min && r.port < self.noutputs as i32)
+    }
+
+    /// Load routes (configuration arguments, then the file's lines); a
+    /// later duplicate prefix is ignored.
+    fn configure(&mut self, routes: &[String], file: Option<&str>) -> Result<(), Vec<String>> {
+        let mut errors = Vec::new();
+        for (i, a) in routes.iter().enumerate() {
+            match self.parse_checked(a, false) {
+                Some(r) => {
+                    let _ = self.add(r, false);
+                }
+                None => errors.push(format!(
+                    "argument {} should be 'ADDR/MASK [GATEWAY] OUTPUT'",
+                    i + 1
+                )),
+            }
+        }
+        if let Some(f) = file {
+            match std::fs::read_to_string(f) {
+                Err(e) => errors.push(format!("FILE {f}: {e}")),
+                Ok(text) => {
+                    for (i, line) in text.lines().enumerate() {
+                        let l = line.trim();
+                        if l.is_empty() || l.starts_with('#') || l.starts_with("//") {
+                            continue;
+                        }
+                        match self.parse_checked(l, false) {
+                            Some(r) => {
+                                let _ = self.add(r, false);
+                            }
+                            None if errors.len() < 10 => errors.push(format!(
+                                "{f}:{}: expected 'ADDR/MASK [GATEWAY] OUTPUT'",
+                                i + 1
+                            )),
+                            None => {}
+                        }
+                    }
+                }
+            }
+        }
+        if errors.is_empty() {
+            Ok(())
+        } else {
+            Err(errors)
+        }
+    }
+
+    fn command(&mut self, cmd: Command, text: &str) -> Result<(), String> {
+        let text = text.split("//").next().unwrap_or("").trim();
+        let Some(r) = self.parse_checked(text, cmd == Command::Remove) else {
+            return Err(if cmd == Command::Remove {
+                "expected 'ADDR/MASK [GATEWAY OUTPUT]'".to_string()
+            } else {
+                "expected 'ADDR/MASK [GATEWAY] OUTPUT'".to_string()
+            });
+        };
+        match cmd {
+            Command::Add | Command::Set => self
+                .add(r, cmd == Command::Set)
+                .map(|_| ())
+                .map_err(|e| format!("conflict with existing route '{}'", e.unparse(false))),
+            Command::Remove => match self.remove(&r) {
+                Some(_) => Ok(()),
+                None => Err(format!("route '{}' not found", r.unparse(false))),
+            },
+        }
+    }
+
+    /// The destination of `p`: its family, with the address pushed to
+    /// the family's array.
+    #[inline]
+    fn destination(&mut self, p: &Packet) -> u8 {
+        if !self.header {
+            self.a4.push(u32::from(p.anno().dst_ip()));
+            return V4;
+        }
+        let off = match p.network_header_offset() {
+            Some(o) if o >= 0 => o as usize,
+            Some(_) => return BAD,
+            None => match self.offset {
+                Some(o) => o,
+                None => return BAD,
+            },
+        };
+        let Some(ip) = p.data().get(off..) else {
+            return BAD;
+        };
+        match ip.first().map(|b| b >> 4) {
+            Some(4) if ip.len() >= 20 => {
+                self.a4
+                    .push(u32::from_be_bytes([ip[16], ip[17], ip[18], ip[19]]));
+                V4
+            }
+            Some(6) if ip.len() >= 40 => {
+                let mut b = [0u8; 16];
+                b.copy_from_slice(&ip[24..40]);
+                self.a6.push(u128::from_be_bytes(b));
+                V6
+            }
+            _ => BAD,
+        }
+    }
+}
+
+fn make(ctx: &ConfigureCtx<'_>) -> Result<Box<dyn Element>, Vec<String>> {
+    let mut a = linerate_args::Args::new(&ctx.args);
+    let file: Option<String> = a.read("FILE");
+    let header = a.read_or("HEADER", false);
+    let offset: Option<usize> = a.read("OFFSET");
+    let imp: String = a.read_or("IMPL", "fast".to_string());
+    let routes = a.read_rest();
+    let reference = match imp.to_ascii_lowercase().as_str() {
+        "fast" => false,
+        "reference" => true,
+        _ => {
+            a.error("IMPL: expected 'fast' or 'reference'");
+            false
+        }
+    };
+    a.complete().map_err(|e| e.0)?;
+    let mut e = Lpm::new(ctx.noutputs(), reference);
+    e.header = header;
+    e.offset = offset;
+    e.configure(&routes, file.as_deref())?;
+    Ok(Box::new(e))
+}
+
+impl Element for Lpm {
+    fn push(&mut self, _port: usize, batch: Batch, ctx: &mut Ctx<'_>) {
+        self.fam.clear();
+        self.a4.clear();
+        self.a6.clear();
+        for p in batch.iter() {
+            let f = self.destination(p);
+            self.fam.push(f);
+        }
+        self.r4.clear();
+        self.r4.resize(self.a4.len(), 0);
+        self.fib4.lookup(&self.a4, &mut self.r4);
+        self.r6.clear();
+        self.r6.resize(self.a6.len(), 0);
+        self.fib6.lookup(&self.a6, &mut self.r6);
+        self.lookups += batch.len() as u64;
+        let (mut k4, mut k6) = (0, 0);
+        for (p, &f) in batch.into_iter().zip(self.fam.iter()) {
+            let mut p = p;
+            let (nh, dst) = match f {
+                V4 => {
+                    k4 += 1;
+                    (self.r4[k4 - 1], u128::from(self.a4[k4 - 1]))
+                }
+                V6 => {
+                    k6 += 1;
+                    (self.r6[k6 - 1], self.a6[k6 - 1])
+                }
+                _ => {
+                    self.bad += 1;
+                    continue;
+                }
+            };
+            if nh == 0 {
+                self.no_route += 1;
+                continue;
+            }
+            let h = self.hops.get(nh);
+            if h.gw != 0 || self.header {
+                let a = if h.gw != 0 { h.gw } else { dst };
+                if f == V4 {
+                    p.anno_mut().set_dst_ip(Ipv4Addr::from(a as u32));
+                } else {
+                    p.anno_mut().user[offsets::DST_IP..offsets::DST_IP + 16]
+                        .copy_from_slice(&a.to_be_bytes());
+                }
+            }
+            self.outs[h.port as usize].push(p);
+        }
+        for (i, b) in self.outs.iter_mut().enumerate() {
+            if !b.is_empty() {
+                ctx.push(i, std::mem::take(b));
+            }
+        }
+    }
+
+    fn handlers(&self) -> &[HandlerSpec] {
+        HANDLERS
+    }
+
+    fn read_handler(&self, name: &str) -> Option<String> {
+        Some(match name {
+            "table" => self.routes().iter().fold(String::new(), |mut s, r| {
+                s.push_str(&r.unparse(true));
+                s.push('\n');
+                s
+            }),
+            "lookup" => self.lookup_result.clone(),
+            "count" => (self.rib4.len() + self.rib6.len()).to_string(),
+            "count4" => self.rib4.len().to_string(),
+            "count6" => self.rib6.len().to_string(),
+            "lookups" => self.lookups.to_string(),
+            "no_route" => self.no_route.to_string(),
+            "bad" => self.bad.to_string(),
+            _ => return None,
+        })
+    }
+
+    fn write_handler(&mut self, name: &str, value: &str) -> Option<Result<(), String>> {
+        Some(match name {
+            "add" => self.command(Command::Add, value),
+            "set" => self.command(Command::Set, value),
+            "remove" => self.command(Command::Remove, value),
+            "lookup" => {
+                let v = value.split("//").next().unwrap_or("").trim();
+                match v.parse::<IpAddr>() {
+                    Ok(a) => {
+                        self.lookup_result = self.lookup_text(a);
+                        Ok(())
+                    }
+                    Err(_) => Err(format!("expected IP address, not '{value}'")),
+                }
+            }
+            _ => return None,
+        })
+    }
+
+    fn drops(&self) -> Vec<(&'static str, u64)> {
+        vec![("no route", self.no_route), ("bad header", self.bad)]
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_both_families() {
+        let r = Route::parse("10.0.0.0/8 10.0.0.1 2", false).unwrap();
+        assert_eq!(
+            (r.v6, r.addr, r.len, r.gw, r.port),
+            (false, 0x0a00_0000, 8, 0x0a00_0001, 2)
+        );
+        let r = Route::parse("2001:db8::1/32 - 1", false).unwrap();
+        assert!(r.v6);
+        assert_eq!(
+            r.addr,
+            u128::from("2001:db8::".parse::<Ipv6Addr>().unwrap())
+        );
+        assert_eq!(r.unparse(false), "2001:db8::/32 - 1");
+        let r = Route::parse("::/0 fe80::1 0", false).unwrap();
+        assert_eq!(r.unparse(true), "::/0\tfe80::1\t0");
+        assert_eq!(Route::parse("2001:db8::/32", true).unwrap().port, -1);
+        assert_eq!(Route::parse("2001:db8::/129 1", false), None);
+        assert_eq!(super::super::lpmtable::mask4(8), 0xff00_0000);
+    }
+}

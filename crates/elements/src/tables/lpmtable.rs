@@ -1,0 +1,622 @@
+//! Longest-prefix-match tables behind the `LPM` element (no element lives
+//! here): the routing information base (an ordered map of prefixes),
+//! interned next hops, DIR-24-8 for IPv4, a compressed multibit trie
+//! (poptrie-style, stride 6, 16-bit direct first level) for IPv6, and a
+//! one-bit-per-level binary trie used as the reference implementation.
+//!
+//! Every forwarding table ([`Fib4`], [`Fib6`]) is derived from the RIB:
+//! after the RIB changes for one prefix, `update` brings the table in line
+//! with it. Lookups are batched and return next-hop ids (0: no route).
+
+use std::collections::{BTreeMap, HashMap};
+
+/// A route's next hop: output port and gateway (0 for none; an IPv4
+/// gateway sits in the low 32 bits).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct NextHop {
+    /// Gateway address bits, 0 for none.
+    pub gw: u128,
+    /// Output port.
+    pub port: u32,
+}
+
+/// Interned next hops with reference counts: id `k` (from 1) is
+/// `hops[k - 1]`; id 0 means "no route".
+#[derive(Debug, Default, Clone)]
+pub struct NextHops {
+    hops: Vec<NextHop>,
+    refs: Vec<u32>,
+    ids: HashMap<NextHop, u32>,
+    free: Vec<u32>,
+}
+
+impl NextHops {
+    /// The id of `h`, taking a reference.
+    pub fn acquire(&mut self, h: NextHop) -> u32 {
+        if let Some(&id) = self.ids.get(&h) {
+            self.refs[id as usize - 1] += 1;
+            return id;
+        }
+        let id = match self.free.pop() {
+            Some(id) => {
+                self.hops[id as usize - 1] = h;
+                self.refs[id as usize - 1] = 1;
+                id
+            }
+            None => {
+                self.hops.push(h);
+                self.refs.push(1);
+                self.hops.len() as u32
+            }
+        };
+        self.ids.insert(h, id);
+        id
+    }
+
+    /// Drop a reference to `id`.
+    pub fn release(&mut self, id: u32) {
+        let k = id as usize - 1;
+        self.refs[k] -= 1;
+        if self.refs[k] == 0 {
+            self.ids.remove(&self.hops[k]);
+            self.free.push(id);
+        }
+    }
+
+    /// The next hop with id `id` (not 0).
+    #[inline]
+    pub fn get(&self, id: u32) -> NextHop {
+        self.hops[id as usize - 1]
+    }
+}
+
+/// One route in the RIB.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RibEntry {
+    /// Gateway bits (0 for none).
+    pub gw: u128,
+    /// Output port.
+    pub port: u32,
+    /// Interned next-hop id.
+    pub nh: u32,
+}
+
+/// Routes by `(network address, prefix length)`, host bits cleared.
+pub type Rib<K> = BTreeMap<(K, u8), RibEntry>;
+
+/// The netmask of an IPv4 prefix length.
+#[inline]
+pub fn mask4(len: u8) -> u32 {
+    u32::MAX
+        .checked_shl(32 - u32::from(len.min(32)))
+        .unwrap_or(0)
+}
+
+/// The netmask of an IPv6 prefix length.
+#[inline]
+pub fn mask6(len: u8) -> u128 {
+    u128::MAX
+        .checked_shl(128 - u32::from(len.min(128)))
+        .unwrap_or(0)
+}
+
+/// The longest route in `rib` strictly shorter than `len` that covers
+/// `addr`: `(next hop, length)`, or `(0, 0)`.
+fn covering4(rib: &Rib<u32>, addr: u32, len: u8) -> (u32, u8) {
+    (0..len)
+        .rev()
+        .find_map(|l| rib.get(&(addr & mask4(l), l)).map(|e| (e.nh, l)))
+        .unwrap_or((0, 0))
+}
+
+fn covering6(rib: &Rib<u128>, addr: u128, len: u8) -> (u32, u8) {
+    (0..len)
+        .rev()
+        .find_map(|l| rib.get(&(addr & mask6(l), l)).map(|e| (e.nh, l)))
+        .unwrap_or((0, 0))
+}
+
+/// An IPv4 forwarding table.
+pub trait Fib4: Send + 'static {
+    /// The RIB entry for `addr/len` was added, replaced or removed.
+    fn update(&mut self, rib: &Rib<u32>, addr: u32, len: u8);
+    /// Next-hop ids for `addrs` into `out` (same length; 0: no route).
+    fn lookup(&self, addrs: &[u32], out: &mut [u32]);
+}
+
+/// An IPv6 forwarding table.
+pub trait Fib6: Send + 'static {
+    /// The RIB entry for `addr/len` was added, replaced or removed.
+    fn update(&mut self, rib: &Rib<u128>, addr: u128, len: u8);
+    /// Next-hop ids for `addrs` into `out` (same length; 0: no route).
+    fn lookup(&self, addrs: &[u128], out: &mut [u32]);
+}
+
+#[inline(always)]
+fn prefetch<T>(x: &T) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: prefetching is a hint and never faults.
+    unsafe {
+        std::arch::x86_64::_mm_prefetch(x as *const T as *const i8, std::arch::x86_64::_MM_HINT_T0);
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = x;
+}
+
+// ---------------------------------------------------------------------
+// IPv4: DIR-24-8.
+
+/// Entry flag: the low bits index a 256-entry `tbl8` group.
+const EXT: u32 = 1 << 31;
+const TBL24: usize = 1 << 24;
+
+/// DIR-24-8 (Gupta, Lin, McKeown): a 2^24-entry table indexed by the top
+/// 24 address bits holds the next-hop id, or (flag [`EXT`]) a group of 256
+/// entries for the last byte. The lookup arrays hold only next-hop ids;
+/// the prefix length of each entry, needed for updates only, lives in
+/// separate arrays (struct of arrays) so lookups touch 4 bytes an entry.
+pub struct Dir248 {
+    tbl24: Box<[u32; TBL24]>,
+    depth24: Box<[u8]>,
+    tbl8: Vec<u32>,
+    depth8: Vec<u8>,
+    free8: Vec<u32>,
+}
+
+impl Default for Dir248 {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Dir248 {
+    /// An empty table (64 MiB of zeroed pages, touched on demand).
+    pub fn new() -> Self {
+        let tbl24: Box<[u32; TBL24]> = vec![0u32; TBL24]
+            .into_boxed_slice()
+            .try_into()
+            .expect("length is TBL24");
+        Dir248 {
+            tbl24,
+            depth24: vec![0u8; TBL24].into_boxed_slice(),
+            tbl8: Vec::new(),
+            depth8: Vec::new(),
+            free8: Vec::new(),
+        }
+    }
+
+    /// tbl8 groups in use.
+    pub fn groups(&self) -> usize {
+        self.tbl8.len() / 256 - self.free8.len()
+    }
+
+    /// Set `(nh, d)` in every entry covered by `addr/len` whose current
+    /// prefix length satisfies `pred`; `create` makes a tbl8 group for a
+    /// prefix longer than 24 bits where there is none.
+    fn apply(
+        &mut self,
+        addr: u32,
+        len: u8,
+        pred: impl Fn(u8) -> bool,
+        nh: u32,
+        d: u8,
+        create: bool,
+    ) {
+        if len <= 24 {
+            let first = (addr >> 8) as usize;
+            for s in first..first + (1usize << (24 - len)) {
+                let e = self.tbl24[s];
+                if e & EXT != 0 {
+                    let g = ((e & !EXT) as usize) << 8;
+                    for j in g..g + 256 {
+                        if pred(self.depth8[j]) {
+                            self.tbl8[j] = nh;
+                            self.depth8[j] = d;
+                        }
+                    }
+                } else if pred(self.depth24[s]) {
+                    self.tbl24[s] = nh;
+                    self.depth24[s] = d;
+                }
+            }
+            return;
+        }
+        let s = (addr >> 8) as usize;
+        let mut e = self.tbl24[s];
+        if e & EXT == 0 {
+            if !create {
+                return;
+            }
+            let g = match self.free8.pop() {
+                Some(g) => g,
+                None => {
+                    self.tbl8.resize(self.tbl8.len() + 256, 0);
+                    self.depth8.resize(self.depth8.len() + 256, 0);
+                    (self.tbl8.len() / 256 - 1) as u32
+                }
+            };
+            let b = (g as usize) << 8;
+            self.tbl8[b..b + 256].fill(e);
+            self.depth8[b..b + 256].fill(self.depth24[s]);
+            e = EXT | g;
+            self.tbl24[s] = e;
+        }
+        let g = ((e & !EXT) as usize) << 8;
+        let first = g + (addr & 0xff) as usize;
+        for j in first..first + (1usize << (32 - len)) {
+            if pred(self.depth8[j]) {
+                self.tbl8[j] = nh;
+                self.depth8[j] = d;
+            }
+        }
+    }
+
+    /// Fold the group under tbl24 slot `s` back into the slot when no
+    /// prefix longer than 24 bits is left in it.
+    fn collapse(&mut self, s: usize) {
+        let e = self.tbl24[s];
+        if e & EXT == 0 {
+            return;
+        }
+        let g = (e & !EXT) as usize;
+        let b = g << 8;
+        if self.depth8[b..b + 256].iter().all(|&d| d <= 24) {
+            self.tbl24[s] = self.tbl8[b];
+            self.depth24[s] = self.depth8[b];
+            self.free8.push(g as u32);
+        }
+    }
+}
+
+impl Fib4 for Dir248 {
+    fn update(&mut self, rib: &Rib<u32>, addr: u32, len: u8) {
+        if let Some(e) = rib.get(&(addr, len)) {
+            self.apply(addr, len, |d| d <= len, e.nh, len, true);
+        } else {
+            let (nh, d) = covering4(rib, addr, len);
+            self.apply(addr, len, |x| x == len, nh, d, false);
+            if len > 24 {
+                self.collapse((addr >> 8) as usize);
+            }
+        }
+    }
+
+    #[inline]
+    fn lookup(&self, addrs: &[u32], out: &mut [u32]) {
+        let t24: &[u32; TBL24] = &self.tbl24;
+        for &a in addrs {
+            prefetch(&t24[(a >> 8) as usize]);
+        }
+        for (&a, o) in addrs.iter().zip(out.iter_mut()) {
+            let e = t24[(a >> 8) as usize];
+            *o = if e & EXT == 0 {
+                e
+            } else {
+                self.tbl8[(((e & !EXT) as usize) << 8) | (a & 0xff) as usize]
+            };
+        }
+    }
+}
+
+// ---------------------------------------------------------------------
+// IPv6: compressed multibit trie.
+
+/// Marks a walk whose next step is reading a leaf (not a bit position).
+const LEAF: u8 = 0xff;
+/// Bits per node below the first level.
+const STRIDE: u32 = 6;
+/// Slots of the direct first level (the top 16 bits).
+const TOP: usize = 1 << 16;
+
+/// One trie node covering `STRIDE` address bits: 64 slots, each either a
+/// child (bit set in `vector`) or a leaf. Children are stored back to back
+/// from `base1`; leaves are run-length compressed: `leafvec` marks the
+/// slots where a new run starts, runs stored back to back from `base0`.
+/// The child or leaf of slot `s` is found by counting set bits up to `s`
+/// (Asai and Ohara's poptrie).
+#[derive(Debug, Clone, Copy, Default)]
+struct Node {
+    vector: u64,
+    leafvec: u64,
+    base0: u32,
+    base1: u32,
+}
+
+/// The subtrie under one 16-bit first-level slot.
+#[derive(Debug, Clone, Default)]
+struct Slot {
+    /// Next hop of the longest prefix of length <= 16 covering the slot.
+    leaf: u32,
+    /// Its length (control path only).
+    depth: u8,
+    /// Nodes; `nodes[0]` is the root (bits 16..22). Empty: `leaf` answers.
+    nodes: Vec<Node>,
+    leaves: Vec<u32>,
+}
+
+/// The `STRIDE` bits of `a` starting at bit `base` (from the top); bits
+/// past the end read as 0.
+#[inline(always)]
+fn chunk(a: u128, base: u32) -> usize {
+    ((a << base) >> (128 - STRIDE)) as usize
+}
+
+/// IPv6 longest-prefix match: a 65,536-entry first level (top 16 bits),
+/// then poptrie nodes of 6 bits each. A route change rebuilds the subtrie
+/// of its first-level slot from the RIB (prefixes of 16 bits or less only
+/// change the first-level leaves, and the subtries they cover).
+pub struct Poptrie6 {
+    top: Vec<Slot>,
+}
+
+impl Default for Poptrie6 {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+type Route6 = (u128, u8, u32);
+
+impl Poptrie6 {
+    /// An empty table.
+    pub fn new() -> Self {
+        Poptrie6 {
+            top: vec![Slot::default(); TOP],
+        }
+    }
+
+    /// Trie nodes in use (over all subtries).
+    pub fn nodes(&self) -> usize {
+        self.top.iter().map(|s| s.nodes.len()).sum()
+    }
+
+    fn rebuild(&mut self, rib: &Rib<u128>, s: usize) {
+        let lo = (s as u128) << 112;
+        let hi = lo | !mask6(16);
+        let routes: Vec<Route6> = rib
+            .range((lo, 17)..=(hi, 128))
+            .filter(|(k, _)| k.1 > 16)
+            .map(|(k, e)| (k.0, k.1, e.nh))
+            .collect();
+        let slot = &mut self.top[s];
+        slot.nodes.clear();
+        slot.leaves.clear();
+        if routes.is_empty() {
+            slot.nodes.shrink_to_fit();
+            slot.leaves.shrink_to_fit();
+            return;
+        }
+        slot.nodes.push(Node::default());
+        let leaf = slot.leaf;
+        Self::build(slot, 0, 16, &routes, leaf);
+    }
+
+    /// Fill node `idx` covering bits `base..base + STRIDE` from `routes`
+    /// (sorted, all longer than `base`, all inside the node's range), with
+    /// `default` the next hop inherited from shorter prefixes.
+    fn build(slot: &mut Slot, idx: usize, base: u32, routes: &[Route6], default: u32) {
+        let end = base + STRIDE;
+        let mut leaf = [default; 64];
+        let mut short: Vec<Route6> = routes
+            .iter()
+            .filter(|r| u32::from(r.1) <= end)
+            .copied()
+            .collect();
+        short.sort_by_key(|r| r.1);
+        for &(a, l, nh) in &short {
+            let span = 1usize << (end - u32::from(l));
+            let first = chunk(a, base) & !(span - 1);
+            leaf[first..first + span].fill(nh);
+        }
+        // Groups of longer routes, one per child slot (contiguous: sorted).
+        let mut groups: Vec<(usize, usize, usize)> = Vec::new();
+        for (i, r) in routes.iter().enumerate() {
+            if u32::from(r.1) <= end {
+                continue;
+            }
+            let c = chunk(r.0, base);
+            match groups.last_mut() {
+                Some(g) if g.0 == c => g.2 = i + 1,
+                _ => groups.push((c, i, i + 1)),
+            }
+        }
+        let mut node = Node {
+            base0: slot.leaves.len() as u32,
+            base1: slot.nodes.len() as u32,
+            ..Node::default()
+        };
+        for (s, &v) in leaf.iter().enumerate() {
+            if s == 0 || v != leaf[s - 1] {
+                node.leafvec |= 1 << s;
+                slot.leaves.push(v);
+            }
+        }
+        for g in &groups {
+            node.vector |= 1 << g.0;
+        }
+        slot.nodes[idx] = node;
+        let base1 = slot.nodes.len();
+        slot.nodes.resize(base1 + groups.len(), Node::default());
+        for (j, &(c, from, to)) in groups.iter().enumerate() {
+            // Members of a group are not all longer than `end` (short ones
+            // in between were skipped); pass only the longer ones.
+            let sub: Vec<Route6> = routes[from..to]
+                .iter()
+                .filter(|r| u32::from(r.1) > end)
+                .copied()
+                .collect();
+            Self::build(slot, base1 + j, end, &sub, leaf[c]);
+        }
+    }
+}
+
+impl Fib6 for Poptrie6 {
+    fn update(&mut self, rib: &Rib<u128>, addr: u128, len: u8) {
+        if len > 16 {
+            self.rebuild(rib, (addr >> 112) as usize);
+            return;
+        }
+        let (nh, d, pred): (u32, u8, fn(u8, u8) -> bool) = match rib.get(&(addr, len)) {
+            Some(e) => (e.nh, len, |x, l| x <= l),
+            None => {
+                let (nh, d) = covering6(rib, addr, len);
+                (nh, d, |x, l| x == l)
+            }
+        };
+        let first = (addr >> 112) as usize;
+        for s in first..first + (1usize << (16 - len)) {
+            if pred(self.top[s].depth, len) {
+                self.top[s].leaf = nh;
+                self.top[s].depth = d;
+                if !self.top[s].nodes.is_empty() {
+                    self.rebuild(rib, s);
+                }
+            }
+        }
+    }
+
+    fn lookup(&self, addrs: &[u128], out: &mut [u32]) {
+        for (a, o) in addrs.chunks(256).zip(out.chunks_mut(256)) {
+            self.lookup_chunk(a, o);
+        }
+    }
+}
+
+impl Poptrie6 {
+    /// Level-synchronous walk: every packet of the chunk advances one
+    /// node per round, and the next round's node (or leaf) is prefetched,
+    /// so the memory latency of one packet's walk overlaps the others'.
+    #[inline]
+    fn lookup_chunk(&self, addrs: &[u128], out: &mut [u32]) {
+        let mut act = [0u8; 256];
+        let mut node = [0u32; 256];
+        let mut base = [0u8; 256];
+        let top = &self.top[..TOP];
+        for &a in addrs {
+            prefetch(&top[(a >> 112) as usize]);
+        }
+        let mut na = 0;
+        for (i, (&a, o)) in addrs.iter().zip(out.iter_mut()).enumerate() {
+            let t = &top[(a >> 112) as usize];
+            match t.nodes.first() {
+                None => *o = t.leaf,
+                Some(n) => {
+                    prefetch(n);
+                    node[i] = 0;
+                    base[i] = 16;
+                    act[na] = i as u8;
+                    na += 1;
+                }
+            }
+        }
+        while na > 0 {
+            let mut k = 0;
+            for j in 0..na {
+                let i = usize::from(act[j]);
+                let a = addrs[i];
+                let t = &top[(a >> 112) as usize];
+                if base[i] == LEAF {
+                    // The leaf prefetched last round.
+                    out[i] = t.leaves[node[i] as usize];
+                    continue;
+                }
+                let n = &t.nodes[node[i] as usize];
+                let c = chunk(a, u32::from(base[i]));
+                let upto = u64::MAX >> (63 - c);
+                if n.vector >> c & 1 != 0 {
+                    let ni = n.base1 as usize + (n.vector & upto).count_ones() as usize - 1;
+                    prefetch(&t.nodes[ni]);
+                    node[i] = ni as u32;
+                    base[i] += STRIDE as u8;
+                } else {
+                    let li = n.base0 as usize + (n.leafvec & upto).count_ones() as usize - 1;
+                    prefetch(&t.leaves[li]);
+                    node[i] = li as u32;
+                    base[i] = LEAF;
+                }
+                act[k] = i as u8;
+                k += 1;
+            }
+            na = k;
+        }
+    }
+}
+
+// ---------------------------------------------------------------------
+// Reference: a binary trie.
+
+/// The reference implementation: a binary trie, one address bit per
+/// level, walked bit by bit remembering the last next hop seen. Used for
+/// both families (`width` 32 or 128; addresses left-aligned in a `u128`).
+pub struct BinTrie {
+    width: u8,
+    child: Vec<[u32; 2]>,
+    nh: Vec<u32>,
+}
+
+impl BinTrie {
+    /// An empty trie over `width`-bit addresses.
+    pub fn new(width: u8) -> Self {
+        BinTrie {
+            width,
+            child: vec![[0, 0]],
+            nh: vec![0],
+        }
+    }
+
+    fn set(&mut self, addr: u128, len: u8, nh: u32) {
+        let mut n = 0usize;
+        for i in 0..u32::from(len) {
+            let b = (addr >> (127 - i) & 1) as usize;
+            if self.child[n][b] == 0 {
+                self.child.push([0, 0]);
+                self.nh.push(0);
+                self.child[n][b] = (self.child.len() - 1) as u32;
+            }
+            n = self.child[n][b] as usize;
+        }
+        self.nh[n] = nh;
+    }
+
+    fn get(&self, addr: u128) -> u32 {
+        let mut n = 0usize;
+        let mut best = self.nh[0];
+        for i in 0..u32::from(self.width) {
+            let b = (addr >> (127 - i) & 1) as usize;
+            n = self.child[n][b] as usize;
+            if n == 0 {
+                break;
+            }
+            if self.nh[n] != 0 {
+                best = self.nh[n];
+            }
+        }
+        best
+    }
+}
+
+impl Fib4 for BinTrie {
+    fn update(&mut self, rib: &Rib<u32>, addr: u32, len: u8) {
+        let nh = rib.get(&(addr, len)).map_or(0, |e| e.nh);
+        self.set(u128::from(addr) << 96, len, nh);
+    }
+
+    fn lookup(&self, addrs: &[u32], out: &mut [u32]) {
+        for (&a, o) in addrs.iter().zip(out.iter_mut()) {
+            *o = self.get(u128::from(a) << 96);
+        }
+    }
+}
+
+impl Fib6 for BinTrie {
+    fn update(&mut self, rib: &Rib<u128>, addr: u128, len: u8) {
+        let nh = rib.get(&(addr, len)).map_or(0, |e| e.nh);
+        self.set(addr, len, nh);
+    }
+
+    fn lookup(&self, addrs: &[u128], out: &mut [u32]) {
+        for (&a, o) in addrs.iter().zip(out.iter_mut()) {
+            *o = self.get(a);
+        }
+    }
+}

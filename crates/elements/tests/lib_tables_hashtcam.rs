@@ -1,0 +1,358 @@
+//! HashTCAM (tuple space search over 5-tuples) in Click's test style:
+//! literal rules, packets and expected outputs and handler values, and
+//! differential property tests: the hash tables and the linear rule scan
+//! (`IMPL reference`) agree on random rules, inserts, deletes and keys.
+
+mod common;
+
+use common::{build, run};
+use linerate_elements::tables::hashtcam::{Rule, Tcam};
+use linerate_io::pcap::{LinkType, PcapWriter};
+use linerate_runtime::flow::{map_v4, FlowKey};
+use linerate_runtime::{Router, RouterOptions};
+use proptest::prelude::*;
+use std::path::{Path, PathBuf};
+
+fn read(r: &Router, h: &str) -> String {
+    let v = r
+        .handle()
+        .call(h, None)
+        .unwrap_or_else(|e| panic!("{h}: {e}"));
+    v.strip_suffix('\n').unwrap_or(&v).to_string()
+}
+
+fn write(r: &Router, h: &str, v: &str) -> Result<String, String> {
+    r.handle().call(h, Some(v))
+}
+
+fn tmpdir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("linerate-tcam-{}-{name}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn write_pcap(path: &Path, pkts: &[Vec<u8>]) {
+    let mut w = PcapWriter::create(path, LinkType::ETHERNET, 0, false).unwrap();
+    for (i, p) in pkts.iter().enumerate() {
+        w.write(1_000_000_000 * (i as u64 + 1), p.len() as u32, p)
+            .unwrap();
+    }
+    w.flush().unwrap();
+}
+
+/// An Ethernet frame with an IPv4 or IPv6 header and a TCP/UDP port pair.
+fn frame(k: &FlowKey) -> Vec<u8> {
+    let mut f = vec![2, 0, 0, 0, 0, 2, 2, 0, 0, 0, 0, 1];
+    if k.version == 4 {
+        f.extend_from_slice(&[0x08, 0x00, 0x45, 0, 0, 28, 0, 1, 0, 0, 64, k.proto, 0, 0]);
+        f.extend_from_slice(&k.src[12..]);
+        f.extend_from_slice(&k.dst[12..]);
+    } else {
+        f.extend_from_slice(&[0x86, 0xdd, 0x60, 0, 0, 0, 0, 8, k.proto, 64]);
+        f.extend_from_slice(&k.src);
+        f.extend_from_slice(&k.dst);
+    }
+    f.extend_from_slice(&k.sport.to_be_bytes());
+    f.extend_from_slice(&k.dport.to_be_bytes());
+    f.extend_from_slice(&[0, 8, 0, 0]);
+    f
+}
+
+fn key4(src: [u8; 4], dst: [u8; 4], sport: u16, dport: u16, proto: u8) -> FlowKey {
+    FlowKey {
+        src: map_v4(src),
+        dst: map_v4(dst),
+        sport,
+        dport,
+        proto,
+        version: 4,
+    }
+}
+
+fn key6(src: &str, dst: &str, sport: u16, dport: u16, proto: u8) -> FlowKey {
+    let a = |s: &str| s.parse::<std::net::Ipv6Addr>().unwrap().octets();
+    FlowKey {
+        src: a(src),
+        dst: a(dst),
+        sport,
+        dport,
+        proto,
+        version: 6,
+    }
+}
+
+/// Run `HashTCAM(config)` with `n` outputs on `pkts`; the packet count of
+/// every output, and the router.
+fn run_tcam(config: &str, n: usize, pkts: &[Vec<u8>], name: &str) -> (Router, Vec<String>) {
+    let d = tmpdir(name);
+    let inp = d.join("in.pcap");
+    write_pcap(&inp, pkts);
+    let mut text = format!(
+        "FromDump({}, STOP true) -> t :: HashTCAM({config});\n",
+        inp.display()
+    );
+    for k in 0..n {
+        text.push_str(&format!("t[{k}] -> c{k} :: Counter -> Discard;\n"));
+    }
+    let r = run(&text, RouterOptions::default());
+    let _ = std::fs::remove_dir_all(&d);
+    let counts = (0..n).map(|k| read(&r, &format!("c{k}.count"))).collect();
+    (r, counts)
+}
+
+const RULES: &str = "100 0 dst 10.0.0.0/8 dport 80 proto 6, \
+     50 1 src 192.168.0.0/16, \
+     10 2 dport 1024-65535, \
+     60 3 dst 2001:db8::/32 proto 17, \
+     50 2 src 192.168.1.0/24";
+
+#[test]
+fn packets_take_the_highest_priority_match() {
+    let pkts: Vec<Vec<u8>> = [
+        key4([192, 168, 1, 1], [10, 1, 1, 1], 5000, 80, 6), // 100 -> 0
+        key4([192, 168, 1, 1], [11, 1, 1, 1], 5000, 80, 6), // both 50s: first inserted -> 1
+        key4([1, 1, 1, 1], [11, 1, 1, 1], 5000, 2000, 17),  // 10 -> 2
+        key4([1, 1, 1, 1], [11, 1, 1, 1], 5000, 1023, 17),  // no match
+        key6("2001:db8::1", "2001:db8::2", 1, 2000, 17),    // 60 -> 3
+        key6("2001:db8::1", "2001:db9::2", 1, 2000, 17),    // 10 -> 2
+    ]
+    .iter()
+    .map(frame)
+    .chain([vec![0u8; 20], {
+        let mut f = frame(&key4([1; 4], [2; 4], 1, 2, 6));
+        f[14] = 0x75; // version 7
+        f
+    }])
+    .collect();
+    let (r, counts) = run_tcam(&format!("{RULES}, OFFSET 14"), 4, &pkts, "literal");
+    assert_eq!(counts, ["1", "1", "2", "1"]);
+    assert_eq!(read(&r, "t.lookups"), "8");
+    assert_eq!(read(&r, "t.misses"), "1");
+    assert_eq!(read(&r, "t.bad"), "2");
+    assert_eq!(read(&r, "t.count"), "5");
+    // Masks: dst/8+dport+proto, src/16, 6 for the range 1024-65535,
+    // dst/32+proto, src/24.
+    assert_eq!(read(&r, "t.masks"), "10");
+}
+
+#[test]
+fn rules_insert_and_delete_handlers() {
+    let r = build(
+        &format!("Idle -> t :: HashTCAM({RULES}); t[0] -> Discard; t[1] -> Discard; t[2] -> Discard; t[3] -> Discard;"),
+        RouterOptions::default(),
+    )
+    .unwrap();
+    assert_eq!(
+        read(&r, "t.rules"),
+        "100 0 dst 10.0.0.0/8 dport 80 proto 6\n\
+         50 1 src 192.168.0.0/16\n\
+         10 2 dport 1024-65535\n\
+         60 3 dst 2001:db8::/32 proto 17\n\
+         50 2 src 192.168.1.0/24"
+    );
+    assert_eq!(
+        write(&r, "t.insert", "50 1 src 192.168.0.0/16").unwrap_err(),
+        "rule '50 1 src 192.168.0.0/16' exists"
+    );
+    write(&r, "t.insert", "7 1 sport 0x50/0xfff0 proto 6/0xfe").unwrap();
+    assert_eq!(read(&r, "t.count"), "6");
+    write(&r, "t.delete", "10 2 dport 1024-65535").unwrap();
+    assert_eq!(read(&r, "t.masks"), "5");
+    assert_eq!(
+        write(&r, "t.delete", "10 2 dport 1024-65535").unwrap_err(),
+        "rule '10 2 dport 1024-65535' not found"
+    );
+    assert_eq!(
+        write(&r, "t.insert", "1 9 dport 80").unwrap_err(),
+        "output 9 out of range"
+    );
+    assert_eq!(
+        write(&r, "t.insert", "1 0 colour red").unwrap_err(),
+        "unknown field 'colour'"
+    );
+    assert_eq!(
+        write(&r, "t.insert", "1 0 dport 90-80").unwrap_err(),
+        "bad dport '90-80'"
+    );
+    assert!(read(&r, "t.rules").ends_with("7 1 sport 0x50/0xfff0 proto 6/254"));
+    let e = build(
+        "Idle -> t :: HashTCAM(1 0 src nowhere); t[0] -> Discard;",
+        RouterOptions::default(),
+    )
+    .err()
+    .unwrap();
+    assert!(e.contains("rule 1: bad src 'nowhere'"), "{e}");
+    let d = tmpdir("file");
+    let f = d.join("rules.txt");
+    std::fs::write(
+        &f,
+        "# acl\n5 1 dport 22\n\n// x\n5 0 dport 22\n5 0 dport 22\n",
+    )
+    .unwrap();
+    let text = format!(
+        "Idle -> t :: HashTCAM(9 0 proto 1, FILE {}); t[0] -> Discard; t[1] -> Discard;",
+        f.display()
+    );
+    let e = build(&text, RouterOptions::default()).err().unwrap();
+    assert!(e.contains("rules.txt:6: rule '5 0 dport 22' exists"), "{e}");
+    std::fs::write(&f, "# acl\n5 1 dport 22\n\n// x\n5 0 dport 22\n").unwrap();
+    let r = build(&text, RouterOptions::default()).unwrap();
+    assert_eq!(
+        read(&r, "t.rules"),
+        "9 0 proto 1\n5 1 dport 22\n5 0 dport 22"
+    );
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+#[test]
+fn port_ranges_expand_exactly() {
+    for (lo, hi) in [
+        (0u16, 65535u16),
+        (1024, 65535),
+        (80, 80),
+        (1, 6),
+        (1000, 2000),
+        (0, 0),
+    ] {
+        let mut t = Tcam::new(false);
+        t.insert(Rule::parse(&format!("1 0 dport {lo}-{hi}")).unwrap())
+            .unwrap();
+        for p in [
+            0u16, 1, 5, 6, 7, 79, 80, 81, 999, 1000, 1023, 1024, 2000, 2001, 65535,
+        ] {
+            let k = key4([1; 4], [2; 4], 0, p, 6);
+            assert_eq!(
+                t.lookup(&k).is_some(),
+                (lo..=hi).contains(&p),
+                "{lo}-{hi} {p}"
+            );
+        }
+    }
+}
+
+// ---------------------------------------------------------------------
+// Differential property tests.
+
+fn rule_strategy() -> impl Strategy<Value = String> {
+    let src = prop_oneof![
+        Just(String::new()),
+        Just(" src 10.0.0.0/8".to_string()),
+        Just(" src 10.1.0.0/16".to_string()),
+        Just(" src 10.1.2.3".to_string()),
+        Just(" src 2001:db8::/32".to_string()),
+    ];
+    let dst = prop_oneof![
+        Just(String::new()),
+        Just(" dst 20.0.0.0/8".to_string()),
+        Just(" dst 20.2.0.0/15".to_string()),
+        Just(" dst 2001:db8:1::/48".to_string()),
+        Just(" dst any".to_string()),
+    ];
+    let port = |kw: &'static str| {
+        prop_oneof![
+            Just(String::new()),
+            (0u16..8).prop_map(move |p| format!(" {kw} {p}")),
+            (0u16..8, 0u16..8).prop_map(move |(a, b)| format!(" {kw} {}-{}", a.min(b), a.max(b))),
+            (0u16..8).prop_map(move |p| format!(" {kw} {p}/6")),
+        ]
+    };
+    let proto = prop_oneof![
+        Just(String::new()),
+        Just(" proto 6".to_string()),
+        Just(" proto 17/0xfe".to_string())
+    ];
+    (
+        0u32..6,
+        0u32..3,
+        src,
+        dst,
+        port("sport"),
+        port("dport"),
+        proto,
+    )
+        .prop_map(|(pr, out, s, d, sp, dp, p)| format!("{pr} {out}{s}{d}{sp}{dp}{p}"))
+}
+
+fn key_strategy() -> impl Strategy<Value = FlowKey> {
+    let a4 = prop_oneof![
+        Just([10, 1, 2, 3]),
+        Just([10, 9, 0, 1]),
+        Just([20, 2, 0, 1]),
+        Just([20, 3, 9, 9]),
+        any::<[u8; 4]>()
+    ];
+    let a6 = prop_oneof![
+        Just("2001:db8::1"),
+        Just("2001:db8:1::1"),
+        Just("2001:db9::1")
+    ];
+    (
+        any::<bool>(),
+        a4.clone(),
+        a4,
+        a6.clone(),
+        a6,
+        0u16..9,
+        0u16..9,
+        prop_oneof![Just(6u8), Just(17), Just(16), Just(1)],
+    )
+        .prop_map(|(v6, s4, d4, s6, d6, sp, dp, pr)| {
+            if v6 {
+                key6(s6, d6, sp, dp, pr)
+            } else {
+                key4(s4, d4, sp, dp, pr)
+            }
+        })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+    #[test]
+    fn hash_tables_and_linear_scan_agree(
+        ops in prop::collection::vec((rule_strategy(), 0u8..4), 1..60),
+        keys in prop::collection::vec(key_strategy(), 1..40),
+    ) {
+        let mut fast = Tcam::new(false);
+        let mut slow = Tcam::new(true);
+        for (text, op) in &ops {
+            let r = Rule::parse(text).unwrap();
+            if *op == 0 {
+                prop_assert_eq!(fast.delete(&r), slow.delete(&r));
+            } else {
+                prop_assert_eq!(fast.insert(r), slow.insert(r));
+            }
+            prop_assert!(fast.masks() <= 4 * 5 * 5 * 3 * 3 * 3 * 3);
+        }
+        prop_assert_eq!(fast.rules().collect::<Vec<_>>(), slow.rules().collect::<Vec<_>>());
+        for k in &keys {
+            prop_assert_eq!(fast.lookup(k), slow.lookup(k), "{:?}", k);
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 10, ..ProptestConfig::default() })]
+
+    #[test]
+    fn fast_and_reference_elements_forward_identically(
+        rules in prop::collection::vec(rule_strategy(), 1..20),
+        keys in prop::collection::vec(key_strategy(), 1..40),
+        junk in prop::collection::vec(prop::collection::vec(any::<u8>(), 0..40), 0..4),
+    ) {
+        let mut cfg: Vec<String> = Vec::new();
+        for r in rules {
+            if !cfg.contains(&r) {
+                cfg.push(r);
+            }
+        }
+        let cfg = cfg.join(", ");
+        let pkts: Vec<Vec<u8>> = keys.iter().map(frame).chain(junk).collect();
+        let (rf, cf) = run_tcam(&format!("{cfg}, OFFSET 14"), 3, &pkts, "pf");
+        let (rr, cr) = run_tcam(&format!("{cfg}, OFFSET 14, IMPL reference"), 3, &pkts, "pr");
+        prop_assert_eq!(cf, cr);
+        for h in ["rules", "count", "lookups", "misses", "bad"] {
+            prop_assert_eq!(read(&rf, &format!("t.{h}")), read(&rr, &format!("t.{h}")), "{}", h);
+        }
+    }
+}

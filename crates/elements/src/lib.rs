@@ -20,6 +20,7 @@ pub mod flow;
 pub mod ip;
 pub mod iproute;
 pub mod model;
+pub mod sched;
 pub mod standard;
 pub mod tcpudp;
 pub mod threads;
@@ -46,6 +47,7 @@ pub fn classes() -> Vec<ElementClass> {
     v.extend_from_slice(userlevel::CLASSES);
     v.extend_from_slice(iproute::CLASSES);
     v.extend_from_slice(tcpudp::CLASSES);
+    v.extend_from_slice(sched::CLASSES);
     v
 }
 

@@ -587,12 +587,12 @@ fn rss_sets_the_flow_hash_and_spreads_by_the_indirection_table() {
             RouterOptions::default(),
         );
         let reta = [0, 1, 2, 3, 3, 2, 1, 0];
-        for k in 0..4 {
+        for (k, out) in outs.iter().enumerate() {
             let want: Vec<&(Vec<u8>, u32)> = frames_in
                 .iter()
                 .filter(|(_, h)| reta[(*h & 7) as usize] == k)
                 .collect();
-            let got = frames_of(&outs[k]);
+            let got = frames_of(out);
             assert_eq!(got.len(), want.len(), "{imp}{mark} output {k}");
             for (g, (w, _)) in got.iter().zip(&want) {
                 assert_eq!(g, w, "{imp}{mark} output {k}");
@@ -721,6 +721,9 @@ proptest! {
 
 // ------------------------------------------------- element-level differential
 
+/// The frames each output file received, and the handler values.
+type Outcome = (Vec<Vec<Vec<u8>>>, Vec<String>);
+
 /// Run `conf` (with `{IMPL}` in it) with both implementations on `frames`;
 /// every `{OUTk}` becomes a ToDump file. Returns the output files' frames
 /// and the handler values, for each implementation.
@@ -729,7 +732,7 @@ fn run_both(
     frames: &[Vec<u8>],
     outputs: usize,
     handlers: &[&str],
-) -> [(Vec<Vec<Vec<u8>>>, Vec<String>); 2] {
+) -> [Outcome; 2] {
     let inp = write_pcap(&frames.iter().map(|f| (0, f.clone())).collect::<Vec<_>>());
     ["fast", "reference"].map(|imp| {
         let outs: Vec<PathBuf> = (0..outputs).map(|k| tmp(&format!("o{k}.pcap"))).collect();

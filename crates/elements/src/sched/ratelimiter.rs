@@ -165,7 +165,7 @@ impl Rate {
             Unit::Bits => {
                 let r = self.per_sec;
                 for (div, p) in [(1_000_000_000, "G"), (1_000_000, "M"), (1_000, "k")] {
-                    if r >= div && r % div == 0 {
+                    if r >= div && r.is_multiple_of(div) {
                         return format!("{}{p}bps", r / div);
                     }
                 }

@@ -359,7 +359,7 @@ struct Rss {
 
 fn parse_key(s: &str) -> Result<Vec<u8>, String> {
     let hex: String = s.chars().filter(|&c| c != ':').collect();
-    if hex.len() % 2 != 0 || !hex.bytes().all(|c| c.is_ascii_hexdigit()) {
+    if !hex.len().is_multiple_of(2) || !hex.bytes().all(|c| c.is_ascii_hexdigit()) {
         return Err("KEY: expected hex digits".into());
     }
     let key: Vec<u8> = (0..hex.len() / 2)

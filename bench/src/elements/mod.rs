@@ -20,6 +20,7 @@
 //! preamble, gap or FCS). The speed-up column divides the reference
 //! implementation's cost by the element's.
 
+mod sched;
 mod standard;
 pub mod traffic;
 
@@ -92,6 +93,7 @@ impl Case {
 pub fn all_cases(dir: &Path) -> Vec<Case> {
     let mut v = Vec::new();
     v.extend(standard::cases(dir));
+    v.extend(sched::cases(dir));
     v
 }
 

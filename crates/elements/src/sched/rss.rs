@@ -69,7 +69,8 @@
 //! and byte value (256), the 32-bit XOR of the key windows that byte's set
 //! bits select (36 KiB; the 12 positions of IPv4 use 12 KiB), so a hash is
 //! one table load and XOR per input byte instead of one 32-bit key window
-//! per input bit; the header fields are read with fixed-offset loads. The
+//! per input bit; the lookups are unrolled per field (8 or 32 address
+//! bytes, 4 port bytes) and read the header bytes in place. The
 //! batch is then classified into per-output batches in one pass, keeping
 //! order, and forwarded whole when every packet goes to one output.
 //! Nothing is allocated per packet. The hash passes the Microsoft RSS
@@ -154,6 +155,16 @@ impl Toeplitz {
         Toeplitz { t }
     }
 
+    /// The contribution of `b` at input position `POS` (unrolled).
+    #[inline(always)]
+    fn part<const POS: usize, const N: usize>(&self, b: &[u8; N]) -> u32 {
+        let mut h = 0;
+        for (i, &x) in b.iter().enumerate() {
+            h ^= self.t[POS + i][x as usize];
+        }
+        h
+    }
+
     /// The hash of `input` (at most [`MAX_INPUT`] bytes; more are ignored).
     #[inline]
     pub fn hash(&self, input: &[u8]) -> u32 {
@@ -170,43 +181,58 @@ fn hashes_ports(proto: u8) -> bool {
     proto == 6 || proto == 17
 }
 
-/// The RSS input of `p` into `buf`: its length (8, 12, 32 or 36), 0 if the
-/// packet has no hashable IP header. Fixed-offset reads.
+/// The addresses' part of the hash: IPv4 (`ip` at least 20 bytes) or
+/// IPv6 (at least 40).
+#[inline(always)]
+fn addrs_v4(t: &Toeplitz, ip: &[u8]) -> u32 {
+    let a: &[u8; 8] = ip[12..20].try_into().unwrap_or(&[0; 8]);
+    t.part::<0, 8>(a)
+}
+
+#[inline(always)]
+fn addrs_v6(t: &Toeplitz, ip: &[u8]) -> u32 {
+    let a: &[u8; 32] = ip[8..40].try_into().unwrap_or(&[0; 32]);
+    t.part::<0, 32>(a)
+}
+
+#[inline(always)]
+fn ports<const POS: usize>(t: &Toeplitz, l4: &[u8]) -> u32 {
+    let p: &[u8; 4] = l4[..4].try_into().unwrap_or(&[0; 4]);
+    t.part::<POS, 4>(p)
+}
+
+/// The Toeplitz hash of `p`'s RSS input (see [`input_reference`]), `None`
+/// if it has no hashable IP header: fixed-offset reads straight into the
+/// unrolled table lookups.
 #[inline]
-pub fn input_fast(p: &Packet, buf: &mut [u8; MAX_INPUT]) -> usize {
+pub fn hash_fast(t: &Toeplitz, p: &Packet) -> Option<u32> {
     if let Some(ip) = p.network_header() {
         let proto_anno = p.anno().u8(offsets::L4_PROTO);
         let l4 = p.transport_header().filter(|t| t.len() >= 4);
         return match ip.first().map(|b| b >> 4) {
             Some(4) if ip.len() >= 20 => {
-                buf[..8].copy_from_slice(&ip[12..20]);
                 let proto = if proto_anno != 0 { proto_anno } else { ip[9] };
                 let frag = (ip[6] & 0x3f) | ip[7] != 0;
-                match l4 {
-                    Some(t) if hashes_ports(proto) && !frag => {
-                        buf[8..12].copy_from_slice(&t[..4]);
-                        12
-                    }
-                    _ => 8,
-                }
+                let h = addrs_v4(t, ip);
+                Some(match l4 {
+                    Some(l) if hashes_ports(proto) && !frag => h ^ ports::<8>(t, l),
+                    _ => h,
+                })
             }
             Some(6) if ip.len() >= 40 => {
-                buf[..32].copy_from_slice(&ip[8..40]);
                 let proto = if proto_anno != 0 { proto_anno } else { ip[6] };
-                match l4 {
-                    Some(t) if hashes_ports(proto) => {
-                        buf[32..36].copy_from_slice(&t[..4]);
-                        36
-                    }
-                    _ => 32,
-                }
+                let h = addrs_v6(t, ip);
+                Some(match l4 {
+                    Some(l) if hashes_ports(proto) => h ^ ports::<32>(t, l),
+                    _ => h,
+                })
             }
-            _ => 0,
+            _ => None,
         };
     }
     let d = p.data();
     if d.len() < 14 {
-        return 0;
+        return None;
     }
     let mut et = u16::from_be_bytes([d[12], d[13]]);
     let mut off = 14;
@@ -214,9 +240,7 @@ pub fn input_fast(p: &Packet, buf: &mut [u8; MAX_INPUT]) -> usize {
         if et != 0x8100 && et != 0x88a8 {
             break;
         }
-        let Some(t) = d.get(off + 2..off + 4) else {
-            return 0;
-        };
+        let t = d.get(off + 2..off + 4)?;
         et = u16::from_be_bytes([t[0], t[1]]);
         off += 4;
     }
@@ -225,29 +249,23 @@ pub fn input_fast(p: &Packet, buf: &mut [u8; MAX_INPUT]) -> usize {
         0x0800 if ip.len() >= 20 && ip[0] >> 4 == 4 => {
             let hl = (ip[0] & 15) as usize * 4;
             if hl < 20 || ip.len() < hl {
-                return 0;
+                return None;
             }
-            buf[..8].copy_from_slice(&ip[12..20]);
             let frag = (ip[6] & 0x3f) | ip[7] != 0;
-            match ip.get(hl..hl + 4) {
-                Some(t) if hashes_ports(ip[9]) && !frag => {
-                    buf[8..12].copy_from_slice(t);
-                    12
-                }
-                _ => 8,
-            }
+            let h = addrs_v4(t, ip);
+            Some(match ip.get(hl..hl + 4) {
+                Some(l) if hashes_ports(ip[9]) && !frag => h ^ ports::<8>(t, l),
+                _ => h,
+            })
         }
         0x86dd if ip.len() >= 40 && ip[0] >> 4 == 6 => {
-            buf[..32].copy_from_slice(&ip[8..40]);
-            match ip.get(40..44) {
-                Some(t) if hashes_ports(ip[6]) => {
-                    buf[32..36].copy_from_slice(t);
-                    36
-                }
-                _ => 32,
-            }
+            let h = addrs_v6(t, ip);
+            Some(match ip.get(40..44) {
+                Some(l) if hashes_ports(ip[6]) => h ^ ports::<32>(t, l),
+                _ => h,
+            })
         }
-        _ => 0,
+        _ => None,
     }
 }
 
@@ -280,7 +298,7 @@ impl Input {
 }
 
 /// The RSS input of `p`, read through the flow-key contract or the
-/// `linerate_wire` header views (the reference for [`input_fast`]).
+/// `linerate_wire` header views (the reference for [`hash_fast`]).
 pub fn input_reference(p: &Packet) -> Input {
     use linerate_wire::{ethernet, ipv4, ipv6, vlan};
     let mut v = Input::default();
@@ -436,16 +454,15 @@ impl Element for Rss {
         let mut unhashed = 0u64;
         match &self.hasher {
             Hasher::Fast(t) => {
-                let mut buf = [0u8; MAX_INPUT];
-                self.demux.run(batch, ctx, |p| {
-                    let n = input_fast(p, &mut buf);
-                    if n == 0 {
-                        unhashed += 1;
-                        return reta[0];
+                self.demux.run(batch, ctx, |p| match hash_fast(t, p) {
+                    Some(h) => {
+                        p.anno_mut().flow_hash = h;
+                        reta[(h & mask) as usize]
                     }
-                    let h = t.hash(&buf[..n]);
-                    p.anno_mut().flow_hash = h;
-                    reta[(h & mask) as usize]
+                    None => {
+                        unhashed += 1;
+                        reta[0]
+                    }
                 });
             }
             Hasher::Reference => {

@@ -69,8 +69,9 @@
 //! the low ones, worst key first, in struct-of-arrays form: a key array
 //! padded to a multiple of 4 lanes, and the packet handles beside it. An
 //! arrival finds its rank with one branch-free count of the keys greater
-//! than its own (a SIMD compare-and-count over the whole array, AVX2 when
-//! the CPU has it, chosen at run time), then a short `memmove` opens its
+//! than its own (a SIMD compare-and-count over the whole array; the batch
+//! loop is compiled for the baseline and for AVX2, chosen once per batch
+//! by run-time detection), then a short `memmove` opens its
 //! slot; dequeueing takes the best packet from the end and dropping the
 //! worst takes slot 0, both without a search. Compared with a binary heap
 //! (which cannot find the lowest priority to drop without a scan) and with
@@ -123,12 +124,6 @@ fn count_greater_scalar(keys: &[u64], k: u64) -> usize {
     keys.iter().map(|&x| (x > k) as usize).sum()
 }
 
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-unsafe fn count_greater_avx2(keys: &[u64], k: u64) -> usize {
-    count_greater_scalar(keys, k)
-}
-
 impl ArrayQueue {
     /// An empty queue of `capacity` packets (1 to [`MAX_CAPACITY`]).
     pub fn new(capacity: usize) -> ArrayQueue {
@@ -165,16 +160,11 @@ impl ArrayQueue {
         self.pkts.is_empty()
     }
 
-    /// Number of keys greater than `k` (the rank of `k` from the worst end).
-    #[inline]
+    /// Number of keys greater than `k` (the rank of `k` from the worst end),
+    /// inlined into callers compiled with or without AVX2.
+    #[inline(always)]
     fn rank(&self, k: u64) -> usize {
-        let keys = &self.keys[..padded(self.pkts.len())];
-        #[cfg(target_arch = "x86_64")]
-        if self.avx2 {
-            // SAFETY: AVX2 was detected on this CPU in `new`.
-            return unsafe { count_greater_avx2(keys, k) };
-        }
-        count_greater_scalar(keys, k)
+        count_greater_scalar(&self.keys[..padded(self.pkts.len())], k)
     }
 
     fn next_key(&mut self, prio: u32) -> u64 {
@@ -193,8 +183,75 @@ impl ArrayQueue {
 
     /// Enqueue `p` with priority `prio`; returns the packet dropped to make
     /// room (possibly `p` itself), if the queue was full.
-    #[inline]
     pub fn push(&mut self, prio: u32, p: Packet) -> Option<Packet> {
+        #[cfg(target_arch = "x86_64")]
+        if self.avx2 {
+            // SAFETY: AVX2 was detected on this CPU in `new`.
+            return unsafe { self.push_avx2(prio, p) };
+        }
+        self.push_one(prio, p)
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2")]
+    unsafe fn push_avx2(&mut self, prio: u32, p: Packet) -> Option<Packet> {
+        self.push_one(prio, p)
+    }
+
+    /// Enqueue every packet of `batch` with the priority `prio` gives; the
+    /// packets it has none for (too short) and the dropped ones go to `out`
+    /// in order. Returns (too short, dropped). The loop is compiled for
+    /// AVX2 too and chosen once per batch.
+    #[inline]
+    pub fn push_all(
+        &mut self,
+        batch: &mut Batch,
+        prio: impl Fn(&Packet) -> Option<u32>,
+        out: &mut Batch,
+    ) -> (u64, u64) {
+        #[cfg(target_arch = "x86_64")]
+        if self.avx2 {
+            // SAFETY: AVX2 was detected on this CPU in `new`.
+            return unsafe { self.push_all_avx2(batch, prio, out) };
+        }
+        self.push_all_inner(batch, prio, out)
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2")]
+    unsafe fn push_all_avx2(
+        &mut self,
+        batch: &mut Batch,
+        prio: impl Fn(&Packet) -> Option<u32>,
+        out: &mut Batch,
+    ) -> (u64, u64) {
+        self.push_all_inner(batch, prio, out)
+    }
+
+    #[inline(always)]
+    fn push_all_inner(
+        &mut self,
+        batch: &mut Batch,
+        prio: impl Fn(&Packet) -> Option<u32>,
+        out: &mut Batch,
+    ) -> (u64, u64) {
+        let (mut short, mut full) = (0, 0);
+        for p in batch.drain() {
+            let Some(v) = prio(&p) else {
+                short += 1;
+                out.push(p);
+                continue;
+            };
+            if let Some(d) = self.push_one(v, p) {
+                full += 1;
+                out.push(d);
+            }
+        }
+        (short, full)
+    }
+
+    #[inline(always)]
+    fn push_one(&mut self, prio: u32, p: Packet) -> Option<Packet> {
         let n = self.pkts.len();
         let k = self.next_key(prio);
         if n < self.capacity {
@@ -414,19 +471,7 @@ impl Element for SRPrioQueue {
         let mut short = 0u64;
         let mut full = 0u64;
         match &mut self.store {
-            Store::Fast(q) => {
-                for p in batch.drain() {
-                    let Some(prio) = src.prio(&p) else {
-                        short += 1;
-                        out.push(p);
-                        continue;
-                    };
-                    if let Some(d) = q.push(prio, p) {
-                        full += 1;
-                        out.push(d);
-                    }
-                }
-            }
+            Store::Fast(q) => (short, full) = q.push_all(&mut batch, |p| src.prio(p), &mut out),
             Store::Reference(q) => {
                 for p in batch.drain() {
                     match src.prio(&p) {

@@ -27,6 +27,7 @@ mod flow;
 mod flowexport;
 mod parse;
 mod scion;
+mod sched;
 mod standard;
 mod tables_hash;
 mod tables_lpm;
@@ -109,6 +110,7 @@ pub fn all_cases(dir: &Path) -> Vec<Case> {
     v.extend(crypto::cases(dir));
     v.extend(tables_hash::cases(dir));
     v.extend(tables_lpm::cases(dir));
+    v.extend(sched::cases(dir));
     v
 }
 

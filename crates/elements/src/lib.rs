@@ -23,6 +23,7 @@ pub mod ip;
 pub mod iproute;
 pub mod model;
 pub mod parse;
+pub mod sched;
 pub mod scion;
 pub mod standard;
 pub mod tables;
@@ -56,6 +57,7 @@ pub fn classes() -> Vec<ElementClass> {
     v.extend_from_slice(scion::CLASSES);
     v.extend_from_slice(crypto::CLASSES);
     v.extend_from_slice(tables::CLASSES);
+    v.extend_from_slice(sched::CLASSES);
     v
 }
 

@@ -46,6 +46,7 @@ pub mod unqueue;
 pub mod unstrip;
 
 mod common;
+pub(crate) use common::Demux;
 
 use linerate_runtime::ElementClass;
 

@@ -1,0 +1,587 @@
+//! Limits traffic to a rate with a token bucket per flow class: conforming
+//! packets to output 0, the excess to output 1.
+//!
+//! # Synopsis
+//! `RateLimiter(RATE [, KEYWORDS])`
+//!
+//! # Ports
+//! One push input; one or two push outputs. Conforming packets leave on
+//! output 0; the excess leaves on output 1 if it is connected and is
+//! dropped (and counted) otherwise.
+//!
+//! # Arguments
+//! - `RATE` (mandatory): packets per second (`1000`, `1000pps`, `10kpps`,
+//!   `2Mpps`, `1Gpps`: an integer with an optional `k`, `M` or `G` prefix
+//!   before `pps`), or a bandwidth in Click's syntax (`10Mbps`, `1.5Gbps`,
+//!   `125kBps`: a number with a `bps`, `b/s`, `Bps` or `B/s` unit), for
+//!   which a packet costs its length in bits (the frame as the element sees
+//!   it, without preamble, gap or FCS).
+//! - `BURST` (integer): the bucket size in packets (packet rates) or bytes
+//!   (bandwidths). Default: 20 ms of the rate (Click's default
+//!   `BURST_DURATION`), at least 1 packet or 1,518 bytes. A packet larger
+//!   than the bucket never conforms.
+//! - `ANNO` (annotation): the flow class is this annotation's value (a Click
+//!   name such as `PAINT`, or a byte offset; host order) modulo `CLASSES`.
+//! - `SIZE` (1, 2 or 4): the size of `ANNO` in bytes (default: the named
+//!   annotation's size, 1 for an offset).
+//! - `HASH` (boolean, default false): the flow class is the flow hash
+//!   annotation (from `L4Parser` or `RSS`) modulo `CLASSES`.
+//! - `CLASSES` (integer 1-65536): the number of classes, each with its own
+//!   bucket of `RATE` and `BURST`. Default 256 with `ANNO` or `HASH`, else 1
+//!   (one bucket for everything).
+//! - `IMPL` (`fast` or `reference`, default `fast`): the implementation;
+//!   both behave identically (see Implementation).
+//!
+//! Each bucket starts full and is refilled at `RATE` with the time of the
+//! scheduler round (Click's `Timestamp::recent()`); a packet conforms if its
+//! class's bucket holds its cost (1 token, or its length in bits), which is
+//! then removed.
+//!
+//! Click's `RatedSplitter(RATE)` is `RateLimiter(RATE)` and
+//! `BandwidthRatedSplitter(RATE)` is close to `RateLimiter(RATE)` with a
+//! bandwidth, except that Click counts bandwidth in bytes and adds 128 KiB
+//! of slack to the bucket; both have a single bucket. Click's
+//! `BandwidthMeter` instead compares a moving average of the measured rate
+//! with its thresholds, so it passes whole bursts above the rate until the
+//! average catches up, where the token bucket passes at most `BURST` above
+//! it.
+//!
+//! # Handlers
+//! - `rate` (read/write): the rate; a write keeps the kind (packets or
+//!   bandwidth) and takes effect at once, bucket levels kept.
+//! - `burst` (read/write): the bucket size in packets or bytes; a write
+//!   caps the levels to it.
+//! - `passed` (read): packets that conformed, all classes.
+//! - `dropped` (read): packets that did not (sent to output 1 or dropped).
+//! - `classes` (read): one line per class that saw packets:
+//!   `CLASS PASSED DROPPED`.
+//! - `reset_counts` (write): zero the counters.
+//!
+//! # Example
+//! ```click
+//! // 1 Mbps for each of 4 painted classes; the excess is counted.
+//! FromDump(in.pcap, STOP true) -> Paint(1)
+//!   -> rl :: RateLimiter(1Mbps, BURST 15000, ANNO PAINT, CLASSES 4);
+//! rl[0] -> Queue -> ToDevice(eth0);
+//! rl[1] -> excess :: Counter -> Discard;
+//! ```
+//!
+//! # Implementation
+//! Integer token math only: a bucket level is kept in nano-tokens (tokens
+//! times 10^9), so a refill is `elapsed ns × rate` and a packet costs
+//! `10^9` or `length × 8 × 10^9`, with saturating arithmetic and no float
+//! or division per packet. The buckets are struct-of-arrays (levels, last
+//! refill times and counters in separate vectors indexed by class). A
+//! bucket is refilled when its class is first seen in a round; the whole
+//! single-bucket packet-rate case is one refill and one split per batch.
+//! Decisions go into a reused scratch vector and the batch is forwarded
+//! whole when every packet conforms, otherwise split once in order.
+//! Nothing is allocated per packet.
+//!
+//! `IMPL reference` refills and tests each packet's bucket one packet at a
+//! time with 128-bit arithmetic and builds the two output batches packet
+//! by packet.
+
+use super::{anno_get, parse_anno, read_impl, Impl};
+use linerate_runtime::anno::AnnoInfo;
+use linerate_runtime::{Batch, ConfigureCtx, Ctx, Element, ElementClass, HandlerSpec, Packet};
+use std::any::Any;
+
+/// The `RateLimiter` element class.
+pub const CLASS: ElementClass = ElementClass {
+    name: "RateLimiter",
+    port_count: "1/1-2",
+    processing: "h/h",
+    doc: element_doc!("sched/ratelimiter"),
+    make,
+};
+
+/// Nano-tokens per token.
+const NS: u64 = 1_000_000_000;
+/// Largest bucket in tokens (its nano-tokens must fit 64 bits).
+pub const MAX_BURST_TOKENS: u64 = u64::MAX / NS;
+/// "Never refilled" marker.
+const NEVER: u64 = u64::MAX;
+
+/// What a token is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unit {
+    /// One token per packet.
+    Packets,
+    /// One token per bit of the packet.
+    Bits,
+}
+
+/// A rate: tokens per second of a unit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Rate {
+    /// Tokens per second.
+    pub per_sec: u64,
+    /// What a token is.
+    pub unit: Unit,
+}
+
+impl Rate {
+    /// Parse `1000`, `10kpps` (packets) or a Click bandwidth (`10Mbps`).
+    pub fn parse(s: &str) -> Result<Rate, String> {
+        let t = s.trim();
+        let (num, mult) = match t.strip_suffix("pps") {
+            Some(n) => match n.as_bytes().last() {
+                Some(b'k' | b'K') => (&n[..n.len() - 1], 1_000),
+                Some(b'M') => (&n[..n.len() - 1], 1_000_000),
+                Some(b'G') => (&n[..n.len() - 1], 1_000_000_000),
+                _ => (n, 1),
+            },
+            None => (t, 1),
+        };
+        if let Ok(v) = <u64 as linerate_args::ArgValue>::parse_arg(num) {
+            return v
+                .checked_mul(mult)
+                .map(|per_sec| Rate {
+                    per_sec,
+                    unit: Unit::Packets,
+                })
+                .ok_or_else(|| "rate out of range".to_string());
+        }
+        if t.ends_with("pps") {
+            return Err(format!("expected packet rate, not '{t}'"));
+        }
+        let bw = <linerate_args::Bandwidth as linerate_args::ArgValue>::parse_arg(t)
+            .map_err(|_| format!("expected packet rate or bandwidth, not '{t}'"))?;
+        let bits = bw.bits_per_second().round();
+        if !(0.0..1.8e19).contains(&bits) {
+            return Err("rate out of range".into());
+        }
+        Ok(Rate {
+            per_sec: bits as u64,
+            unit: Unit::Bits,
+        })
+    }
+
+    /// The rate as text that parses back to it (`1000`, `10Mbps`).
+    pub fn unparse(&self) -> String {
+        match self.unit {
+            Unit::Packets => self.per_sec.to_string(),
+            Unit::Bits => {
+                let r = self.per_sec;
+                for (div, p) in [(1_000_000_000, "G"), (1_000_000, "M"), (1_000, "k")] {
+                    if r >= div && r.is_multiple_of(div) {
+                        return format!("{}{p}bps", r / div);
+                    }
+                }
+                format!("{r}bps")
+            }
+        }
+    }
+
+    /// Tokens a packet of `len` bytes costs.
+    #[inline]
+    fn cost(&self, len: usize) -> u64 {
+        match self.unit {
+            Unit::Packets => 1,
+            Unit::Bits => len as u64 * 8,
+        }
+    }
+}
+
+/// How a packet's class is found.
+#[derive(Debug, Clone, Copy)]
+pub enum Classify {
+    /// One bucket.
+    Single,
+    /// Annotation value modulo the class count.
+    Anno(AnnoInfo),
+    /// Flow hash annotation modulo the class count.
+    Hash,
+}
+
+impl Classify {
+    #[inline]
+    fn class(self, p: &Packet, n: u32) -> usize {
+        match self {
+            Classify::Single => 0,
+            Classify::Anno(info) => (anno_get(p, info) % n) as usize,
+            Classify::Hash => (p.anno().flow_hash % n) as usize,
+        }
+    }
+}
+
+/// Per-class counters, shared by both implementations.
+#[derive(Debug, Clone, Default)]
+pub struct Counts {
+    /// Conforming packets per class.
+    pub passed: Vec<u64>,
+    /// Excess packets per class.
+    pub dropped: Vec<u64>,
+}
+
+/// The fast implementation: struct-of-arrays buckets in nano-tokens.
+pub struct FastBuckets {
+    rate: Rate,
+    cap: u64,
+    level: Vec<u64>,
+    last: Vec<u64>,
+    /// Counters.
+    pub counts: Counts,
+    dec: Vec<bool>,
+}
+
+impl FastBuckets {
+    /// `classes` full buckets of `burst` tokens (at most [`MAX_BURST_TOKENS`]).
+    pub fn new(rate: Rate, burst: u64, classes: usize) -> FastBuckets {
+        let cap = burst.min(MAX_BURST_TOKENS) * NS;
+        FastBuckets {
+            rate,
+            cap,
+            level: vec![cap; classes],
+            last: vec![NEVER; classes],
+            counts: Counts {
+                passed: vec![0; classes],
+                dropped: vec![0; classes],
+            },
+            dec: Vec::with_capacity(linerate_runtime::MAX_BATCH),
+        }
+    }
+
+    /// Change the rate.
+    pub fn set_rate(&mut self, rate: Rate) {
+        self.rate = rate;
+    }
+
+    /// Change the bucket size; levels are capped to it.
+    pub fn set_burst(&mut self, burst: u64) {
+        self.cap = burst.min(MAX_BURST_TOKENS) * NS;
+        for l in &mut self.level {
+            *l = (*l).min(self.cap);
+        }
+    }
+
+    #[inline]
+    fn refill(&mut self, c: usize, now: u64) {
+        let last = self.last[c];
+        if last == NEVER {
+            self.last[c] = now;
+        } else if now > last {
+            let add = (now - last).saturating_mul(self.rate.per_sec);
+            self.level[c] = self.level[c].saturating_add(add).min(self.cap);
+            self.last[c] = now;
+        }
+    }
+
+    /// Split `batch` at time `now`: it keeps the conforming packets, the
+    /// excess is returned (empty if every packet conforms).
+    pub fn split(&mut self, now: u64, batch: &mut Batch, how: Classify) -> Batch {
+        let n = self.level.len() as u32;
+        if let (Classify::Single, Unit::Packets) = (how, self.rate.unit) {
+            self.refill(0, now);
+            let ok = ((self.level[0] / NS) as usize).min(batch.len());
+            self.level[0] -= ok as u64 * NS;
+            self.counts.passed[0] += ok as u64;
+            self.counts.dropped[0] += (batch.len() - ok) as u64;
+            if ok == batch.len() {
+                return Batch::new();
+            }
+            let front = batch.split_front(ok);
+            return std::mem::replace(batch, front);
+        }
+        self.dec.clear();
+        let mut excess = 0usize;
+        let rate = self.rate;
+        for p in batch.iter() {
+            let c = how.class(p, n);
+            if self.last[c] != now {
+                self.refill(c, now);
+            }
+            let cost = rate.cost(p.len()) * NS;
+            let ok = self.level[c] >= cost;
+            if ok {
+                self.level[c] -= cost;
+                self.counts.passed[c] += 1;
+            } else {
+                self.counts.dropped[c] += 1;
+                excess += 1;
+            }
+            self.dec.push(ok);
+        }
+        if excess == 0 {
+            return Batch::new();
+        }
+        let mut d = self.dec.iter();
+        batch.split_off_if(|_| !d.next().copied().unwrap_or(true))
+    }
+}
+
+/// The reference implementation: one packet at a time, 128-bit math.
+pub struct RefBuckets {
+    rate: Rate,
+    burst: u64,
+    level: Vec<u128>,
+    last: Vec<Option<u64>>,
+    /// Counters.
+    pub counts: Counts,
+}
+
+impl RefBuckets {
+    /// `classes` full buckets of `burst` tokens (at most [`MAX_BURST_TOKENS`]).
+    pub fn new(rate: Rate, burst: u64, classes: usize) -> RefBuckets {
+        let burst = burst.min(MAX_BURST_TOKENS);
+        RefBuckets {
+            rate,
+            burst,
+            level: vec![burst as u128 * NS as u128; classes],
+            last: vec![None; classes],
+            counts: Counts {
+                passed: vec![0; classes],
+                dropped: vec![0; classes],
+            },
+        }
+    }
+
+    /// Change the rate.
+    pub fn set_rate(&mut self, rate: Rate) {
+        self.rate = rate;
+    }
+
+    /// Change the bucket size; levels are capped to it.
+    pub fn set_burst(&mut self, burst: u64) {
+        self.burst = burst.min(MAX_BURST_TOKENS);
+        let cap = self.burst as u128 * NS as u128;
+        for l in &mut self.level {
+            *l = (*l).min(cap);
+        }
+    }
+
+    /// Does one packet of `len` bytes in class `c` conform at `now`?
+    pub fn conform(&mut self, now: u64, c: usize, len: usize) -> bool {
+        let cap = self.burst as u128 * NS as u128;
+        match self.last[c] {
+            None => self.last[c] = Some(now),
+            Some(t) if now > t => {
+                let add = (now - t) as u128 * self.rate.per_sec as u128;
+                self.level[c] = (self.level[c] + add).min(cap);
+                self.last[c] = Some(now);
+            }
+            Some(_) => {}
+        }
+        let cost = match self.rate.unit {
+            Unit::Packets => NS as u128,
+            Unit::Bits => len as u128 * 8 * NS as u128,
+        };
+        if self.level[c] >= cost {
+            self.level[c] -= cost;
+            self.counts.passed[c] += 1;
+            true
+        } else {
+            self.counts.dropped[c] += 1;
+            false
+        }
+    }
+
+    /// Split `batch` at `now` like [`FastBuckets::split`].
+    pub fn split(&mut self, now: u64, batch: &mut Batch, how: Classify) -> Batch {
+        let n = self.level.len() as u32;
+        let (mut ok, mut over) = (Batch::new(), Batch::new());
+        for p in batch.drain() {
+            let c = how.class(&p, n);
+            if self.conform(now, c, p.len()) {
+                ok.push(p);
+            } else {
+                over.push(p);
+            }
+        }
+        *batch = ok;
+        over
+    }
+}
+
+enum Buckets {
+    Fast(FastBuckets),
+    Reference(RefBuckets),
+}
+
+impl Buckets {
+    fn counts(&self) -> &Counts {
+        match self {
+            Buckets::Fast(b) => &b.counts,
+            Buckets::Reference(b) => &b.counts,
+        }
+    }
+}
+
+struct RateLimiter {
+    rate: Rate,
+    burst: u64,
+    how: Classify,
+    buckets: Buckets,
+    /// Excess packets freed because output 1 is not connected.
+    freed: u64,
+}
+
+/// Default bucket: 20 ms of the rate, at least one packet or 1518 bytes.
+fn default_burst(rate: Rate) -> u64 {
+    let t = rate.per_sec / 50;
+    match rate.unit {
+        Unit::Packets => t.max(1),
+        Unit::Bits => (t / 8).max(1518),
+    }
+}
+
+/// Bucket tokens for a `BURST` value (packets, or bytes for bandwidths).
+fn burst_tokens(rate: Rate, burst: u64) -> Result<u64, String> {
+    let t = match rate.unit {
+        Unit::Packets => Some(burst),
+        Unit::Bits => burst.checked_mul(8),
+    };
+    match t {
+        Some(t) if (1..=MAX_BURST_TOKENS).contains(&t) => Ok(t),
+        _ => Err(format!(
+            "BURST must be 1 to {}",
+            match rate.unit {
+                Unit::Packets => MAX_BURST_TOKENS,
+                Unit::Bits => MAX_BURST_TOKENS / 8,
+            }
+        )),
+    }
+}
+
+fn make(ctx: &ConfigureCtx<'_>) -> Result<Box<dyn Element>, Vec<String>> {
+    let mut a = linerate_args::Args::new(&ctx.args);
+    let rate: Option<linerate_args::Raw> = a.read_mp("RATE");
+    let burst: Option<u64> = a.read("BURST");
+    let anno: Option<String> = a.read("ANNO");
+    let size: Option<u32> = a.read("SIZE");
+    let hash: bool = a.read_or("HASH", false);
+    let classes: Option<u32> = a.read("CLASSES");
+    let imp = read_impl(&mut a);
+    a.complete().map_err(|e| e.0)?;
+    let rate = Rate::parse(&rate.map(|r| r.0).unwrap_or_default()).map_err(|e| vec![e])?;
+    let how = match (anno, hash) {
+        (Some(_), true) => return Err(vec!["specify at most one of ANNO and HASH".into()]),
+        (Some(name), false) => Classify::Anno(parse_anno(&name, size).map_err(|e| vec![e])?),
+        (None, true) => Classify::Hash,
+        (None, false) => Classify::Single,
+    };
+    let classes = match (classes, how) {
+        (Some(n), _) if !(1..=65536).contains(&n) => {
+            return Err(vec!["CLASSES must be 1 to 65536".into()])
+        }
+        (Some(n), Classify::Single) if n != 1 => {
+            return Err(vec!["CLASSES needs ANNO or HASH".into()])
+        }
+        (Some(n), _) => n as usize,
+        (None, Classify::Single) => 1,
+        (None, _) => 256,
+    };
+    let burst = match burst {
+        Some(b) => b,
+        None => default_burst(rate),
+    };
+    let tokens = burst_tokens(rate, burst).map_err(|e| vec![e])?;
+    let buckets = match imp {
+        Impl::Fast => Buckets::Fast(FastBuckets::new(rate, tokens, classes)),
+        Impl::Reference => Buckets::Reference(RefBuckets::new(rate, tokens, classes)),
+    };
+    Ok(Box::new(RateLimiter {
+        rate,
+        burst,
+        how,
+        buckets,
+        freed: 0,
+    }))
+}
+
+const HANDLERS: &[HandlerSpec] = &[
+    HandlerSpec::read_write("rate"),
+    HandlerSpec::read_write("burst"),
+    HandlerSpec::counter("passed"),
+    HandlerSpec::counter("dropped"),
+    HandlerSpec::read("classes"),
+    HandlerSpec::write("reset_counts"),
+];
+
+impl Element for RateLimiter {
+    fn push(&mut self, _port: usize, mut batch: Batch, ctx: &mut Ctx<'_>) {
+        let now = ctx.recent_ns();
+        let over = match &mut self.buckets {
+            Buckets::Fast(b) => b.split(now, &mut batch, self.how),
+            Buckets::Reference(b) => b.split(now, &mut batch, self.how),
+        };
+        ctx.push(0, batch);
+        if !over.is_empty() {
+            if ctx.noutputs() > 1 {
+                ctx.push(1, over);
+            } else {
+                self.freed += over.len() as u64;
+            }
+        }
+    }
+
+    fn handlers(&self) -> &[HandlerSpec] {
+        HANDLERS
+    }
+
+    fn read_handler(&self, name: &str) -> Option<String> {
+        let c = self.buckets.counts();
+        Some(match name {
+            "rate" => self.rate.unparse(),
+            "burst" => self.burst.to_string(),
+            "passed" => c.passed.iter().sum::<u64>().to_string(),
+            "dropped" => c.dropped.iter().sum::<u64>().to_string(),
+            "classes" => {
+                let mut s = String::new();
+                for (k, (p, d)) in c.passed.iter().zip(&c.dropped).enumerate() {
+                    if p + d > 0 {
+                        s.push_str(&format!("{k} {p} {d}\n"));
+                    }
+                }
+                s.pop();
+                s
+            }
+            _ => return None,
+        })
+    }
+
+    fn write_handler(&mut self, name: &str, value: &str) -> Option<Result<(), String>> {
+        Some(match name {
+            "rate" => Rate::parse(value).and_then(|r| {
+                if r.unit != self.rate.unit {
+                    return Err("a rate write keeps the kind (packets or bandwidth)".into());
+                }
+                self.rate = r;
+                match &mut self.buckets {
+                    Buckets::Fast(b) => b.set_rate(r),
+                    Buckets::Reference(b) => b.set_rate(r),
+                }
+                Ok(())
+            }),
+            "burst" => crate::parse_value::<u64>(value).and_then(|v| {
+                let t = burst_tokens(self.rate, v)?;
+                self.burst = v;
+                match &mut self.buckets {
+                    Buckets::Fast(b) => b.set_burst(t),
+                    Buckets::Reference(b) => b.set_burst(t),
+                }
+                Ok(())
+            }),
+            "reset_counts" => {
+                let c = match &mut self.buckets {
+                    Buckets::Fast(b) => &mut b.counts,
+                    Buckets::Reference(b) => &mut b.counts,
+                };
+                c.passed.fill(0);
+                c.dropped.fill(0);
+                self.freed = 0;
+                Ok(())
+            }
+            _ => return None,
+        })
+    }
+
+    fn drops(&self) -> Vec<(&'static str, u64)> {
+        vec![("over rate", self.freed)]
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}

@@ -26,8 +26,8 @@ mod encap;
 mod flow;
 mod flowexport;
 mod parse;
-mod scion;
 mod sched;
+mod scion;
 mod standard;
 mod tables_hash;
 mod tables_lpm;
@@ -101,16 +101,16 @@ impl Case {
 /// configurations read (tables, keys).
 pub fn all_cases(dir: &Path) -> Vec<Case> {
     let mut v = Vec::new();
-    v.extend(flowexport::cases(dir));
     v.extend(standard::cases(dir));
     v.extend(parse::cases(dir));
     v.extend(encap::cases(dir));
-    v.extend(flow::cases(dir));
-    v.extend(scion::cases(dir));
     v.extend(crypto::cases(dir));
     v.extend(tables_hash::cases(dir));
     v.extend(tables_lpm::cases(dir));
     v.extend(sched::cases(dir));
+    v.extend(flow::cases(dir));
+    v.extend(flowexport::cases(dir));
+    v.extend(scion::cases(dir));
     v
 }
 

@@ -306,19 +306,15 @@ pub fn markdown(rows: &[Row]) -> String {
             }
             None => String::new(),
         };
+        // Below 0.1 ns the difference is within the noise of the base.
+        let mpps = if r.ns < 0.1 {
+            "(below resolution)".to_string()
+        } else {
+            format!("{:.1}", r.mpps())
+        };
         s.push_str(&format!(
-            "| {} | {} | {} | {:.2} ({:.2}-{:.2}) | {:.1} | {} | {} | {} | {} |\n",
-            r.element,
-            r.what,
-            r.size,
-            r.ns,
-            r.range.0,
-            r.range.1,
-            r.mpps(),
-            gbps,
-            rn,
-            su,
-            goal
+            "| {} | {} | {} | {:.2} ({:.2}-{:.2}) | {} | {} | {} | {} | {} |\n",
+            r.element, r.what, r.size, r.ns, r.range.0, r.range.1, mpps, gbps, rn, su, goal
         ));
     }
     s

@@ -4,11 +4,12 @@
 //!
 //! With one full block, CMAC is `AES_K(M ^ K1)` where `K1` is the first
 //! subkey; [`HopMac`] computes `K1` once and then costs a single AES block
-//! per MAC (AES-NI through the RustCrypto `aes` crate, several blocks per
-//! call so the rounds of independent blocks overlap). [`cmac_reference`]
+//! per MAC (the crypto category's `Cmac128`: VAES or AES-NI, several blocks
+//! per call so the rounds of independent blocks overlap). [`cmac_reference`]
 //! is the textbook RFC 4493 algorithm (subkeys derived on every call) for
 //! `IMPL reference` and the tests.
 
+use crate::crypto::primitives::Cmac128;
 use aes::cipher::{BlockCipherEncrypt, KeyInit};
 use aes::{Aes128, Block};
 
@@ -47,44 +48,40 @@ fn dbl(x: u128) -> u128 {
     (x << 1) ^ (carry * 0x87)
 }
 
-/// A precomputed hop-field MAC: the AES key schedule and CMAC subkey K1.
+/// A precomputed hop-field MAC: the crypto category's [`Cmac128`] (key
+/// schedule and subkeys computed once; VAES when the CPU has it).
 #[derive(Clone)]
 pub struct HopMac {
-    aes: Aes128,
+    cmac: Cmac128,
     k1: u128,
 }
 
 impl HopMac {
     /// Precomputes the cipher for a forwarding key.
     pub fn new(key: &[u8; 16]) -> HopMac {
-        let aes = Aes128::new(&(*key).into());
-        let mut l = Block::from([0u8; 16]);
-        aes.encrypt_block(&mut l);
-        let l: [u8; 16] = l.into();
-        HopMac {
-            aes,
-            k1: dbl(u128::from_be_bytes(l)),
-        }
+        let cmac = Cmac128::new(key).expect("a 16-byte key is a valid AES-128 key");
+        let k1 = u128::from_ne_bytes(cmac.subkeys().0);
+        HopMac { cmac, k1 }
     }
 
     /// Full 16-byte CMAC of one block.
     #[inline]
     pub fn cmac(&self, input: &[u8; 16]) -> [u8; 16] {
-        let mut b = Block::from((u128::from_be_bytes(*input) ^ self.k1).to_be_bytes());
-        self.aes.encrypt_block(&mut b);
-        b.into()
+        let mut b = [*input];
+        self.cmac.mac_blocks(&mut b);
+        b[0]
     }
 
     /// Prepares `input` for [`finish_blocks`](Self::finish_blocks): XORs K1.
     #[inline]
-    pub fn prepare(&self, input: &[u8; 16]) -> Block {
-        Block::from((u128::from_be_bytes(*input) ^ self.k1).to_be_bytes())
+    pub fn prepare(&self, input: &[u8; 16]) -> [u8; 16] {
+        (u128::from_ne_bytes(*input) ^ self.k1).to_ne_bytes()
     }
 
     /// Encrypts prepared blocks in place (pipelined across blocks).
     #[inline]
-    pub fn finish_blocks(&self, blocks: &mut [Block]) {
-        self.aes.encrypt_blocks(blocks);
+    pub fn finish_blocks(&self, blocks: &mut [[u8; 16]]) {
+        self.cmac.aes().encrypt_blocks(blocks);
     }
 }
 

@@ -81,7 +81,6 @@
 use super::core::{Dataplane, Verdict, DROP_NAMES, SCMP_CODES};
 use super::mac::{cmac_reference, HopMac};
 use super::topology::{LinkType, Topology};
-use aes::Block;
 use linerate_args::Timestamp;
 use linerate_runtime::time::system_now_ns;
 use linerate_runtime::{Batch, ConfigureCtx, Ctx, Element, ElementClass, HandlerSpec, Packet};
@@ -105,7 +104,7 @@ pub(crate) struct SCIONRouter {
     reference: bool,
     handlers: &'static [HandlerSpec],
     plans: Vec<super::core::Plan>,
-    blocks: Vec<Block>,
+    blocks: Vec<[u8; 16]>,
 }
 
 fn make(ctx: &ConfigureCtx<'_>) -> Result<Box<dyn Element>, Vec<String>> {

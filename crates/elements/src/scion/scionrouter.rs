@@ -210,7 +210,7 @@ impl SCIONRouter {
             let n = usize::from(plan.nmacs);
             let mut macs = [[0u8; 16]; 2];
             for (j, m) in macs.iter_mut().enumerate().take(n) {
-                *m = self.blocks[k + j].into();
+                *m = self.blocks[k + j];
             }
             k += n;
             let (v, r) = self.dp.finish(&mut p, plan, &macs[..n]);

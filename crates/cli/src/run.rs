@@ -365,7 +365,14 @@ pub fn summary(router: &Router, rep: &RunReport) -> String {
     let secs = rep.elapsed.as_secs_f64().max(1e-9);
     let mut io: Vec<(usize, bool, u64, u64)> = Vec::new();
     let mut drops: Vec<(usize, String, u64)> = Vec::new();
+    let mut stats: Vec<(usize, &'static str, u64)> = Vec::new();
     router.for_each_element(|i, _, e| {
+        for (key, n) in e.summary_counts() {
+            match stats.iter_mut().find(|x| x.0 == i && x.1 == key) {
+                Some(x) => x.2 += n,
+                None => stats.push((i, key, n)),
+            }
+        }
         if let Some(c) = e.io_counts() {
             match io.iter_mut().find(|x| x.0 == i) {
                 Some(x) => {
@@ -413,6 +420,26 @@ pub fn summary(router: &Router, rep: &RunReport) -> String {
             human_bytes(*b),
             *p as f64 / secs / 1e6,
             *b as f64 * 8.0 / secs / 1e9,
+        ));
+    }
+    let mut seen: Vec<usize> = stats.iter().map(|x| x.0).collect();
+    seen.dedup();
+    for i in seen {
+        let mine: Vec<_> = stats.iter().filter(|x| x.0 == i).collect();
+        let text: Vec<String> = mine.iter().map(|x| format!("{} {}", x.2, x.1)).collect();
+        let get = |k: &str| mine.iter().find(|x| x.1 == k).map(|x| x.2);
+        let ratio = match (get("packets"), get("microflows")) {
+            (Some(p), Some(m)) if m > 0 => {
+                format!(" ({:.2} packets per microflow)", p as f64 / m as f64)
+            }
+            _ => String::new(),
+        };
+        s.push_str(&format!(
+            "  stats  {} ({}): {}{}\n",
+            el[i].name,
+            el[i].class,
+            text.join(", "),
+            ratio
         ));
     }
     if drops.is_empty() {

@@ -60,6 +60,21 @@ fn summary_reports_drops_by_element() {
 }
 
 #[test]
+fn summary_reports_flow_meter_counts() {
+    // 10 packets over 2 flows: the table meters 10 packets into 2
+    // microflows, flushed at the end of the run.
+    let conf = "MemoryReplay(PACKETS 2, LIMIT 10, STOP true) -> MarkIPHeader(14) \
+                -> fast :: MicroflowTable -> agg :: FlowAggregator -> Discard";
+    let o = run(&mut linerate(&["run", "-e", conf]));
+    o.expect_code(0);
+    let want =
+        "  stats  fast (MicroflowTable): 10 packets, 2 microflows (5.00 packets per microflow)\n";
+    assert!(o.stderr.contains(want), "{want:?} in\n{}", o.stderr);
+    let want = "  stats  agg (FlowAggregator): 2 microflows, 2 flows, 2 records\n";
+    assert!(o.stderr.contains(want), "{want:?} in\n{}", o.stderr);
+}
+
+#[test]
 fn no_summary_handlers_and_variables() {
     let t = TempDir::new("nosummary");
     let f = t.write(

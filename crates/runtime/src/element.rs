@@ -178,6 +178,12 @@ pub trait Element: Send + 'static {
         Vec::new()
     }
 
+    /// Other counters for the end-of-run summary (summed over replicas),
+    /// e.g. a flow meter's packets, microflows and flows.
+    fn summary_counts(&self) -> Vec<(&'static str, u64)> {
+        Vec::new()
+    }
+
     /// True for a driver script (DriverManager): while one exists, elements'
     /// stop requests are counted for it instead of stopping the router.
     fn manages_driver_stop(&self) -> bool {

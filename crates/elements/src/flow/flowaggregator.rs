@@ -821,6 +821,15 @@ impl Element for FlowAggregator {
         }
     }
 
+    fn summary_counts(&self) -> Vec<(&'static str, u64)> {
+        let s = &self.stats;
+        vec![
+            ("microflows", s.microflows),
+            ("flows", s.flows),
+            ("records", s.records),
+        ]
+    }
+
     fn drops(&self) -> Vec<(&'static str, u64)> {
         if self.stats.bad == 0 {
             Vec::new()

@@ -634,6 +634,10 @@ impl Element for IpfixExport {
         })
     }
 
+    fn summary_counts(&self) -> Vec<(&'static str, u64)> {
+        vec![("records", self.records), ("dropped", self.tx.dropped)]
+    }
+
     fn drops(&self) -> Vec<(&'static str, u64)> {
         vec![
             ("not a flow record", self.ignored_in),

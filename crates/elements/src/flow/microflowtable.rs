@@ -852,6 +852,13 @@ impl Element for MicroflowTable {
         }
     }
 
+    fn summary_counts(&self) -> Vec<(&'static str, u64)> {
+        vec![
+            ("packets", self.stats.packets),
+            ("microflows", self.stats.microflows),
+        ]
+    }
+
     fn drops(&self) -> Vec<(&'static str, u64)> {
         if self.out1 || self.stats.ignored == 0 {
             Vec::new()

@@ -742,6 +742,32 @@ impl Pool<'_> {
         }
     }
 
+    /// A packet holding a copy of `data` in its own pool buffer (with
+    /// [`HEADROOM`]), timestamped `ts_ns`: what a NIC's receive DMA leaves.
+    /// Frames too large for a pool block go to the heap like
+    /// [`Packet::from_slice`].
+    #[inline]
+    pub fn copy(&mut self, data: &[u8], ts_ns: u64) -> Packet {
+        if HEADROOM + data.len() > AREA {
+            let mut p = Packet::heap(HEADROOM, data.len(), 64);
+            p.data_mut_unchecked().copy_from_slice(data);
+            p.set_timestamp_ns(ts_ns);
+            return p;
+        }
+        let m = pool_get(self.cache);
+        // SAFETY: m is a free pool block of BLOCK bytes; the copy stays
+        // within its data area (checked above).
+        unsafe {
+            let head = (m as *mut u8).add(META_SIZE);
+            init_meta(m, head, AREA as u32, HEADROOM, data.len() as u32, KIND_POOL);
+            copy_chunked(data.as_ptr(), head.add(HEADROOM), data.len());
+            (*m).anno.timestamp_ns = ts_ns;
+            Packet {
+                m: NonNull::new_unchecked(m),
+            }
+        }
+    }
+
     /// Append `n` zero-copy views of `data`, all with timestamp `ts_ns`.
     /// Blocks are taken from the free list as one slice, so the loop does
     /// no per-packet bookkeeping on the list.
@@ -859,6 +885,20 @@ pub unsafe fn alloc_views(template: &[u8], n: usize, ts_ns: u64, out: &mut Vec<P
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn pool_copy_owns_its_data() {
+        let small = [7u8; 60];
+        let big = vec![9u8; DATA_ROOM + 100];
+        // SAFETY: only the pool's own allocations inside the closure.
+        let (a, b) = unsafe { with_pool(|pool| (pool.copy(&small, 5), pool.copy(&big, 6))) };
+        assert_eq!(
+            (a.data(), a.timestamp_ns(), a.headroom()),
+            (&small[..], 5, HEADROOM)
+        );
+        assert!(!a.is_shared());
+        assert_eq!((b.data(), b.timestamp_ns()), (&big[..], 6));
+    }
 
     #[test]
     fn alloc_push_pull_put_take() {

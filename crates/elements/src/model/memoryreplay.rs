@@ -265,25 +265,7 @@ impl MemoryReplay {
         let mut bytes = 0u64;
         let mut b = Batch::new();
         let out = b.vec_mut();
-        if self.copy {
-            for _ in 0..n {
-                let len = lens[next] as usize;
-                bytes += len as u64;
-                // SAFETY: frame `next` lies within the buffer (stride * nframes bytes).
-                let f = unsafe { std::slice::from_raw_parts(base.add(next * stride), len) };
-                let mut p = Packet::from_slice(f);
-                p.set_timestamp_ns(ts);
-                out.push(p);
-                next += 1;
-                if next == nframes {
-                    next = 0;
-                }
-            }
-            self.next = next;
-            self.count += n as u64;
-            self.bytes += bytes;
-            return Some(b);
-        }
+        let copy = self.copy;
         // SAFETY: the frames are owned by this element, which lives as long
         // as the router and so longer than any packet that may be read; the
         // closure allocates packets only through the pool it is given.
@@ -293,7 +275,11 @@ impl MemoryReplay {
                     let len = lens[next] as usize;
                     bytes += len as u64;
                     let f = std::slice::from_raw_parts(base.add(next * stride), len);
-                    out.push(pool.view(f, ts));
+                    out.push(if copy {
+                        pool.copy(f, ts)
+                    } else {
+                        pool.view(f, ts)
+                    });
                     next += 1;
                     if next == nframes {
                         next = 0;

@@ -56,7 +56,7 @@
 
 use linerate_runtime::packet::with_pool;
 use linerate_runtime::{
-    Batch, ConfigureCtx, Ctx, Element, ElementClass, HandlerSpec, IoCounts, Packet, DEFAULT_BURST,
+    Batch, ConfigureCtx, Ctx, Element, ElementClass, HandlerSpec, IoCounts, DEFAULT_BURST,
 };
 use std::any::Any;
 

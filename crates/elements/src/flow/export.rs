@@ -2,6 +2,7 @@
 //! packs records into sets under the MTU, the transport (a UDP socket to
 //! the collector and/or a file) with pacing, and the common arguments.
 
+use linerate_runtime::HandlerSpec;
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::net::{SocketAddr, ToSocketAddrs, UdpSocket};
@@ -365,3 +366,71 @@ pub(crate) fn v4(a: &[u8; 16]) -> [u8; 4] {
 pub(crate) fn is_icmp(proto: u8) -> bool {
     proto == 1 || proto == 58
 }
+
+/// The handlers both exporters offer.
+pub(crate) const HANDLERS: &[HandlerSpec] = &[
+    HandlerSpec::counter("records"),
+    HandlerSpec::counter("messages"),
+    HandlerSpec::counter("bytes"),
+    HandlerSpec::counter("dropped"),
+    HandlerSpec::counter("ignored"),
+    HandlerSpec::read("sequence"),
+];
+
+/// The `Element` methods both exporters share (end of run, handlers,
+/// summary counts): expanded inside each exporter's `impl Element`, whose
+/// struct has the fields `records`, `tx`, `ignored_in`, `final_stats` and
+/// `next_template_ns` and the methods `stats_record` and `send_message`.
+macro_rules! exporter_methods {
+    () => {
+        fn cleanup(&mut self) {
+            if self.next_template_ns.is_some() && !self.final_stats {
+                self.stats_record();
+                self.final_stats = true;
+            }
+            self.send_message();
+            self.tx.finish();
+        }
+
+        fn handlers(&self) -> &[HandlerSpec] {
+            $crate::flow::export::HANDLERS
+        }
+
+        fn read_handler(&self, name: &str) -> Option<String> {
+            Some(match name {
+                "records" => self.records.to_string(),
+                "messages" => self.tx.messages.to_string(),
+                "bytes" => self.tx.bytes.to_string(),
+                "dropped" => self.tx.dropped.to_string(),
+                "ignored" => self.ignored_in.to_string(),
+                "sequence" => (self.tx.seq() as u32).to_string(),
+                _ => return None,
+            })
+        }
+
+        fn io_counts(&self) -> Option<IoCounts> {
+            Some(IoCounts {
+                source: false,
+                packets: self.records,
+                bytes: self.tx.bytes,
+            })
+        }
+
+        fn summary_counts(&self) -> Vec<(&'static str, u64)> {
+            vec![("records", self.records), ("dropped", self.tx.dropped)]
+        }
+
+        fn drops(&self) -> Vec<(&'static str, u64)> {
+            vec![
+                ("not a flow record", self.ignored_in),
+                ("datagrams not sent", self.tx.dropped),
+                ("file write errors", self.tx.file_errors()),
+            ]
+        }
+
+        fn as_any(&self) -> &dyn Any {
+            self
+        }
+    };
+}
+pub(crate) use exporter_methods;

@@ -426,15 +426,6 @@ fn make(ctx: &ConfigureCtx<'_>) -> Result<Box<dyn Element>, Vec<String>> {
     }))
 }
 
-const HANDLERS: &[HandlerSpec] = &[
-    HandlerSpec::counter("records"),
-    HandlerSpec::counter("messages"),
-    HandlerSpec::counter("bytes"),
-    HandlerSpec::counter("dropped"),
-    HandlerSpec::counter("ignored"),
-    HandlerSpec::read("sequence"),
-];
-
 impl IpfixExport {
     /// Refresh the IGNORED handler's value.
     fn read_ignored(&mut self, ctx: &mut Ctx<'_>) {
@@ -601,54 +592,7 @@ impl Element for IpfixExport {
         false
     }
 
-    fn cleanup(&mut self) {
-        if self.next_template_ns.is_some() && !self.final_stats {
-            self.stats_record();
-            self.final_stats = true;
-        }
-        self.send_message();
-        self.tx.finish();
-    }
-
-    fn handlers(&self) -> &[HandlerSpec] {
-        HANDLERS
-    }
-
-    fn read_handler(&self, name: &str) -> Option<String> {
-        Some(match name {
-            "records" => self.records.to_string(),
-            "messages" => self.tx.messages.to_string(),
-            "bytes" => self.tx.bytes.to_string(),
-            "dropped" => self.tx.dropped.to_string(),
-            "ignored" => self.ignored_in.to_string(),
-            "sequence" => (self.tx.seq() as u32).to_string(),
-            _ => return None,
-        })
-    }
-
-    fn io_counts(&self) -> Option<IoCounts> {
-        Some(IoCounts {
-            source: false,
-            packets: self.records,
-            bytes: self.tx.bytes,
-        })
-    }
-
-    fn summary_counts(&self) -> Vec<(&'static str, u64)> {
-        vec![("records", self.records), ("dropped", self.tx.dropped)]
-    }
-
-    fn drops(&self) -> Vec<(&'static str, u64)> {
-        vec![
-            ("not a flow record", self.ignored_in),
-            ("datagrams not sent", self.tx.dropped),
-            ("file write errors", self.tx.file_errors()),
-        ]
-    }
-
-    fn as_any(&self) -> &dyn Any {
-        self
-    }
+    super::export::exporter_methods!();
 }
 
 #[cfg(test)]

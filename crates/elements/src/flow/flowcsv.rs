@@ -110,6 +110,95 @@ pub(crate) fn open(name: &str) -> Result<Out, String> {
     Ok(std::io::BufWriter::with_capacity(1 << 16, w))
 }
 
+/// What FlowCSV and FlowJSON share: the output file, one line per record
+/// packet, the `count`/`bad` counters and the first write error.
+pub(crate) struct RecordFile {
+    class: &'static str,
+    filename: String,
+    out: Option<Out>,
+    count: u64,
+    bad: u64,
+    error: Option<String>,
+}
+
+/// The handlers of FlowCSV and FlowJSON.
+pub(crate) const RECORD_FILE_HANDLERS: &[HandlerSpec] =
+    &[HandlerSpec::counter("count"), HandlerSpec::counter("bad")];
+
+impl RecordFile {
+    /// A file not opened yet (see [`open`](Self::open)).
+    pub(crate) fn new(class: &'static str, filename: String) -> RecordFile {
+        RecordFile {
+            class,
+            filename,
+            out: None,
+            count: 0,
+            bad: 0,
+            error: None,
+        }
+    }
+
+    /// Open the file; `header` is written first when given.
+    pub(crate) fn open(&mut self, header: Option<&str>) -> Result<(), String> {
+        let mut w = open(&self.filename)?;
+        if let Some(h) = header {
+            writeln!(w, "{h}").map_err(|e| format!("{}: {e}", self.filename))?;
+        }
+        self.out = Some(w);
+        Ok(())
+    }
+
+    /// Write each flow record of `batch` with `line`; count the others.
+    pub(crate) fn write_batch(
+        &mut self,
+        batch: &Batch,
+        line: impl Fn(&mut Out, &FlowRecord) -> std::io::Result<()>,
+    ) {
+        let Some(w) = self.out.as_mut() else { return };
+        for p in batch.iter() {
+            match FlowRecord::from_bytes(p.data()) {
+                Some(r) => {
+                    self.count += 1;
+                    if let Err(e) = line(w, &r) {
+                        self.error.get_or_insert(e.to_string());
+                    }
+                }
+                None => self.bad += 1,
+            }
+        }
+    }
+
+    /// Flush and report errors (the element's `cleanup`).
+    pub(crate) fn finish(&mut self) {
+        if let Some(mut w) = self.out.take() {
+            if let Err(e) = w.flush() {
+                eprintln!("{}: {}: {e}", self.class, self.filename);
+            }
+        }
+        if let Some(e) = &self.error {
+            eprintln!("{}: {}: {e}", self.class, self.filename);
+        }
+    }
+
+    /// The `count` and `bad` handlers.
+    pub(crate) fn read(&self, name: &str) -> Option<String> {
+        match name {
+            "count" => Some(self.count.to_string()),
+            "bad" => Some(self.bad.to_string()),
+            _ => None,
+        }
+    }
+
+    /// Packets that were not flow records, for the summary.
+    pub(crate) fn drops(&self) -> Vec<(&'static str, u64)> {
+        if self.bad == 0 {
+            Vec::new()
+        } else {
+            vec![("not a flow record", self.bad)]
+        }
+    }
+}
+
 const DIR_COLUMNS: [&str; 14] = [
     "packets",
     "bytes",
@@ -203,12 +292,8 @@ fn header() -> String {
 }
 
 struct FlowCsv {
-    filename: String,
+    file: RecordFile,
     header: bool,
-    out: Option<Out>,
-    count: u64,
-    bad: u64,
-    error: Option<String>,
 }
 
 fn make(ctx: &ConfigureCtx<'_>) -> Result<Box<dyn Element>, Vec<String>> {
@@ -222,74 +307,38 @@ fn make(ctx: &ConfigureCtx<'_>) -> Result<Box<dyn Element>, Vec<String>> {
         return Err(vec!["IMPL must be 'fast' or 'reference'".into()]);
     }
     Ok(Box::new(FlowCsv {
-        filename: filename.unwrap_or_default(),
+        file: RecordFile::new("FlowCSV", filename.unwrap_or_default()),
         header,
-        out: None,
-        count: 0,
-        bad: 0,
-        error: None,
     }))
 }
 
 impl Element for FlowCsv {
     fn initialize(&mut self, _ctx: &mut InitCtx<'_>) -> Result<(), String> {
-        let mut w = open(&self.filename)?;
-        if self.header {
-            writeln!(w, "{}", header()).map_err(|e| format!("{}: {e}", self.filename))?;
-        }
-        self.out = Some(w);
-        Ok(())
+        let h = header();
+        self.file.open(self.header.then_some(h.as_str()))
     }
 
     fn push(&mut self, _port: usize, batch: Batch, ctx: &mut Ctx<'_>) {
-        if let Some(w) = self.out.as_mut() {
-            for p in batch.iter() {
-                match FlowRecord::from_bytes(p.data()) {
-                    Some(r) => {
-                        self.count += 1;
-                        if let Err(e) = write_record(w, &r) {
-                            self.error.get_or_insert(e.to_string());
-                        }
-                    }
-                    None => self.bad += 1,
-                }
-            }
-        }
+        self.file.write_batch(&batch, write_record);
         if ctx.noutputs() > 0 {
             ctx.push(0, batch);
         }
     }
 
     fn cleanup(&mut self) {
-        if let Some(mut w) = self.out.take() {
-            if let Err(e) = w.flush() {
-                eprintln!("FlowCSV: {}: {e}", self.filename);
-            }
-        }
-        if let Some(e) = &self.error {
-            eprintln!("FlowCSV: {}: {e}", self.filename);
-        }
+        self.file.finish();
     }
 
     fn handlers(&self) -> &[HandlerSpec] {
-        const H: &[HandlerSpec] = &[HandlerSpec::counter("count"), HandlerSpec::counter("bad")];
-        H
+        RECORD_FILE_HANDLERS
     }
 
     fn read_handler(&self, name: &str) -> Option<String> {
-        match name {
-            "count" => Some(self.count.to_string()),
-            "bad" => Some(self.bad.to_string()),
-            _ => None,
-        }
+        self.file.read(name)
     }
 
     fn drops(&self) -> Vec<(&'static str, u64)> {
-        if self.bad == 0 {
-            Vec::new()
-        } else {
-            vec![("not a flow record", self.bad)]
-        }
+        self.file.drops()
     }
 
     fn as_any(&self) -> &dyn Any {

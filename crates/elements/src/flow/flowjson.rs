@@ -38,7 +38,7 @@
 //!
 //! Not in Click.
 
-use super::flowcsv::{open, Addr, Out, Secs};
+use super::flowcsv::{Addr, Out, RecordFile, Secs, RECORD_FILE_HANDLERS};
 use super::record::{Direction, FlowRecord};
 use linerate_runtime::{Batch, ConfigureCtx, Ctx, Element, ElementClass, HandlerSpec, InitCtx};
 use std::any::Any;
@@ -102,11 +102,7 @@ fn write_record(w: &mut Out, r: &FlowRecord) -> std::io::Result<()> {
 }
 
 struct FlowJson {
-    filename: String,
-    out: Option<Out>,
-    count: u64,
-    bad: u64,
-    error: Option<String>,
+    file: RecordFile,
 }
 
 fn make(ctx: &ConfigureCtx<'_>) -> Result<Box<dyn Element>, Vec<String>> {
@@ -119,69 +115,36 @@ fn make(ctx: &ConfigureCtx<'_>) -> Result<Box<dyn Element>, Vec<String>> {
         return Err(vec!["IMPL must be 'fast' or 'reference'".into()]);
     }
     Ok(Box::new(FlowJson {
-        filename: filename.unwrap_or_default(),
-        out: None,
-        count: 0,
-        bad: 0,
-        error: None,
+        file: RecordFile::new("FlowJSON", filename.unwrap_or_default()),
     }))
 }
 
 impl Element for FlowJson {
     fn initialize(&mut self, _ctx: &mut InitCtx<'_>) -> Result<(), String> {
-        self.out = Some(open(&self.filename)?);
-        Ok(())
+        self.file.open(None)
     }
 
     fn push(&mut self, _port: usize, batch: Batch, ctx: &mut Ctx<'_>) {
-        if let Some(w) = self.out.as_mut() {
-            for p in batch.iter() {
-                match FlowRecord::from_bytes(p.data()) {
-                    Some(r) => {
-                        self.count += 1;
-                        if let Err(e) = write_record(w, &r) {
-                            self.error.get_or_insert(e.to_string());
-                        }
-                    }
-                    None => self.bad += 1,
-                }
-            }
-        }
+        self.file.write_batch(&batch, write_record);
         if ctx.noutputs() > 0 {
             ctx.push(0, batch);
         }
     }
 
     fn cleanup(&mut self) {
-        if let Some(mut w) = self.out.take() {
-            if let Err(e) = w.flush() {
-                eprintln!("FlowJSON: {}: {e}", self.filename);
-            }
-        }
-        if let Some(e) = &self.error {
-            eprintln!("FlowJSON: {}: {e}", self.filename);
-        }
+        self.file.finish();
     }
 
     fn handlers(&self) -> &[HandlerSpec] {
-        const H: &[HandlerSpec] = &[HandlerSpec::counter("count"), HandlerSpec::counter("bad")];
-        H
+        RECORD_FILE_HANDLERS
     }
 
     fn read_handler(&self, name: &str) -> Option<String> {
-        match name {
-            "count" => Some(self.count.to_string()),
-            "bad" => Some(self.bad.to_string()),
-            _ => None,
-        }
+        self.file.read(name)
     }
 
     fn drops(&self) -> Vec<(&'static str, u64)> {
-        if self.bad == 0 {
-            Vec::new()
-        } else {
-            vec![("not a flow record", self.bad)]
-        }
+        self.file.drops()
     }
 
     fn as_any(&self) -> &dyn Any {

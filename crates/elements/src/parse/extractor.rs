@@ -228,19 +228,12 @@ impl Element for Extractor {
         match name {
             "count" => Some(self.count.to_string()),
             "drops" => Some(self.by_reason.iter().sum::<u64>().to_string()),
-            _ => Reason::ALL
-                .iter()
-                .find(|r| r.name() == name)
-                .map(|r| self.by_reason[*r as usize].to_string()),
+            _ => super::reason_handler(&self.by_reason, name),
         }
     }
 
     fn drops(&self) -> Vec<(&'static str, u64)> {
-        Reason::ALL
-            .iter()
-            .map(|r| (r.name(), self.by_reason[*r as usize]))
-            .filter(|(_, n)| *n > 0)
-            .collect()
+        super::reason_drops(&self.by_reason)
     }
 
     fn as_any(&self) -> &dyn Any {

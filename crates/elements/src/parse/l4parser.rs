@@ -364,19 +364,12 @@ impl Element for L4Parser {
         match name {
             "count" => Some(self.count.to_string()),
             "drops" => Some(self.drops_total().to_string()),
-            _ => Reason::ALL
-                .iter()
-                .find(|r| r.name() == name)
-                .map(|r| self.by_reason[*r as usize].to_string()),
+            _ => super::reason_handler(&self.by_reason, name),
         }
     }
 
     fn drops(&self) -> Vec<(&'static str, u64)> {
-        Reason::ALL
-            .iter()
-            .map(|r| (r.name(), self.by_reason[*r as usize]))
-            .filter(|(_, n)| *n > 0)
-            .collect()
+        super::reason_drops(&self.by_reason)
     }
 
     fn as_any(&self) -> &dyn Any {

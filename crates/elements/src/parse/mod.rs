@@ -24,3 +24,21 @@ pub(crate) fn read_impl(a: &mut linerate_args::Args) -> bool {
         }
     }
 }
+
+/// The per-reason counter handler (`truncated`, `not_ip`, ...) of an
+/// element counting `linerate_wire::l4::parse`'s rejections in `by_reason`.
+pub(crate) fn reason_handler(by_reason: &[u64; 6], name: &str) -> Option<String> {
+    linerate_wire::l4::Reason::ALL
+        .iter()
+        .find(|r| r.name() == name)
+        .map(|r| by_reason[*r as usize].to_string())
+}
+
+/// The summary's drops of such an element, by reason.
+pub(crate) fn reason_drops(by_reason: &[u64; 6]) -> Vec<(&'static str, u64)> {
+    linerate_wire::l4::Reason::ALL
+        .iter()
+        .map(|r| (r.name(), by_reason[*r as usize]))
+        .filter(|(_, n)| *n > 0)
+        .collect()
+}

@@ -20,16 +20,7 @@ use std::hint::black_box;
 const LEN: usize = 1500;
 const KEY256: [u8; 32] = [7; 32];
 
-/// This thread's CPU time in seconds (the machine may be shared).
-fn cpu_seconds() -> f64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime writes into the timespec we own.
-    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
-}
+use linerate_model::calibrate::thread_cpu_seconds as cpu_seconds;
 
 /// Runs `f` for about 0.3 s of CPU time after a warm-up, five times;
 /// returns the median CPU nanoseconds per call.

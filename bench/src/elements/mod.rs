@@ -158,32 +158,13 @@ impl Row {
     }
 }
 
-fn thread_cpu_seconds() -> f64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime writes into the timespec we own.
-    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
-}
-
-/// Build and run a configuration in this thread; CPU seconds of the run.
+/// Build and run a configuration in this thread; CPU seconds of the run
+/// (the model's runner: `linerate model` times its points the same way).
 fn run_text(text: &str) -> Result<f64, String> {
-    use linerate_lang::{parse_str, ParseOptions};
-    use linerate_runtime::{Router, RouterOptions};
     let reg = linerate_elements::registry();
-    let opts = ParseOptions {
-        vars: vec![],
-        catalog: &reg,
-        clickpath: vec![],
-    };
-    let config = parse_str(text, "<bench>", &opts).map_err(|d| format!("{d}\n{text}"))?;
-    let mut router = Router::build(&config, &reg, RouterOptions::default())
-        .map_err(|d| format!("{d}\n{text}"))?;
-    let c0 = thread_cpu_seconds();
-    router.run();
-    Ok(thread_cpu_seconds() - c0)
+    linerate_model::calibrate::run_config(&reg, text)
+        .map(|r| r.cpu)
+        .map_err(|e| format!("{e}\n{text}"))
 }
 
 fn write_pcap(path: &Path, frames: &[Vec<u8>]) -> Result<(), String> {

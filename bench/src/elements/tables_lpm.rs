@@ -282,13 +282,7 @@ fn frames_tuples(tuples: &[Tuple], len: usize) -> Vec<Vec<u8>> {
 }
 
 fn thread_cpu_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime writes into the timespec we own.
-    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+    (linerate_model::calibrate::thread_cpu_seconds() * 1e9) as u64
 }
 
 /// Insert `rules` one by one into an empty table, timed on the thread's

@@ -209,6 +209,40 @@ fn handlers_work_while_traffic_flows() {
 }
 
 #[test]
+fn handler_calls_racing_the_end_of_a_run_are_answered() {
+    // A caller that finds the router running posts to a thread's mailbox;
+    // if the run ends at that moment the call must still be answered (by
+    // the end-of-run drain or directly), never left to time out.
+    for _ in 0..40 {
+        let mut r = build(
+            "InfiniteSource(BURST 64) -> c :: Counter -> Discard;",
+            RouterOptions::default(),
+        )
+        .unwrap();
+        let h = r.handle();
+        let caller = std::thread::spawn(move || {
+            while !h.running() {
+                std::thread::yield_now();
+            }
+            h.stop();
+            loop {
+                let was_running = h.running();
+                let t = std::time::Instant::now();
+                let v = h.call("c.count", None);
+                assert!(v.is_ok(), "{v:?}");
+                assert!(t.elapsed() < std::time::Duration::from_secs(1));
+                if !was_running {
+                    return v.unwrap();
+                }
+            }
+        });
+        r.run();
+        let last = caller.join().unwrap();
+        assert_eq!(last, read(&r, "c.count") + "\n", "frozen after the run");
+    }
+}
+
+#[test]
 fn two_threads_through_a_ring_lose_nothing() {
     let r = run(
         "s :: InfiniteSource(LIMIT 200000, STOP true) -> q :: Queue(100000) -> u :: Unqueue -> c :: Counter -> Discard;\nStaticThreadSched(s 0, u 1);",

@@ -731,15 +731,6 @@ impl Router {
             });
         }
         let elapsed = start.elapsed();
-        self.shared.running.store(false, Ordering::Release);
-        // Answer handler calls that raced with the end of the run.
-        for u in &units {
-            serve_requests(
-                &u.graph,
-                &self.shared.mailboxes[u.state.thread],
-                &u.state.handler_fn,
-            );
-        }
         flush_all(&self.info, &mut units);
         for u in units.iter_mut() {
             for c in u.graph.elems.iter().flatten() {
@@ -756,7 +747,21 @@ impl Router {
                 counters[i].ring_drops += c.ring_drops;
             }
         }
-        *self.units.lock().unwrap_or_else(|e| e.into_inner()) = units;
+        // Handler calls that raced with the end of the run sit in the
+        // mailboxes: answer them and put the units back under the same lock
+        // that `call_elem` holds while it posts, so every call is either
+        // answered here or sees the units.
+        let mut slot = self.units.lock().unwrap_or_else(|e| e.into_inner());
+        for u in &units {
+            serve_requests(
+                &u.graph,
+                &self.shared.mailboxes[u.state.thread],
+                &u.state.handler_fn,
+            );
+        }
+        *slot = units;
+        self.shared.running.store(false, Ordering::Release);
+        drop(slot);
         RunReport { elapsed, counters }
     }
 
@@ -1026,42 +1031,42 @@ impl RouterHandle {
             return Err(format!("no element number {e}"));
         }
         let mut results = Vec::new();
+        let mut rxs = Vec::new();
         {
+            // Held while posting too: `run` answers the mailboxes and puts
+            // the units back under this lock, so no request is left behind.
             let units = self.units.lock().unwrap_or_else(|x| x.into_inner());
-            if !units.is_empty() {
-                for u in units.iter() {
-                    if let Some(r) =
-                        with_element(&u.graph, e, |el| call_handler(&self.info, e, el, h, value))
-                    {
-                        results.push(r);
+            for u in units.iter() {
+                if let Some(r) =
+                    with_element(&u.graph, e, |el| call_handler(&self.info, e, el, h, value))
+                {
+                    results.push(r);
+                }
+            }
+            if units.is_empty() {
+                for (t, mb) in self.shared.mailboxes.iter().enumerate() {
+                    if self.info[e].thread != t && !self.shared.replicated {
+                        continue;
                     }
+                    let (tx, rx) = mpsc::channel();
+                    mb.queue
+                        .lock()
+                        .unwrap_or_else(|x| x.into_inner())
+                        .push(Request {
+                            elem: e,
+                            handler: h.to_string(),
+                            value: value.map(|s| s.to_string()),
+                            reply: tx,
+                        });
+                    mb.pending.store(true, Ordering::Release);
+                    rxs.push(rx);
                 }
             }
         }
-        if results.is_empty() {
-            let mut rxs = Vec::new();
-            for (t, mb) in self.shared.mailboxes.iter().enumerate() {
-                if self.info[e].thread != t && !self.shared.replicated {
-                    continue;
-                }
-                let (tx, rx) = mpsc::channel();
-                mb.queue
-                    .lock()
-                    .unwrap_or_else(|x| x.into_inner())
-                    .push(Request {
-                        elem: e,
-                        handler: h.to_string(),
-                        value: value.map(|s| s.to_string()),
-                        reply: tx,
-                    });
-                mb.pending.store(true, Ordering::Release);
-                rxs.push(rx);
-            }
-            for rx in rxs {
-                match rx.recv_timeout(Duration::from_secs(5)) {
-                    Ok(r) => results.push(r),
-                    Err(_) => results.push(Err("router did not answer (stopped?)".into())),
-                }
+        for rx in rxs {
+            match rx.recv_timeout(Duration::from_secs(5)) {
+                Ok(r) => results.push(r),
+                Err(_) => results.push(Err("router did not answer (stopped?)".into())),
             }
         }
         combine(results)

@@ -227,10 +227,8 @@ fn handler_calls_racing_the_end_of_a_run_are_answered() {
             h.stop();
             loop {
                 let was_running = h.running();
-                let t = std::time::Instant::now();
                 let v = h.call("c.count", None);
                 assert!(v.is_ok(), "{v:?}");
-                assert!(t.elapsed() < std::time::Duration::from_secs(1));
                 if !was_running {
                     return v.unwrap();
                 }

@@ -7,10 +7,11 @@
 
 pub mod core;
 pub mod mac;
+pub mod scionlinks;
 pub mod scionrouter;
 pub mod topology;
 
 use linerate_runtime::ElementClass;
 
 /// The element classes of this category.
-pub const CLASSES: &[ElementClass] = &[scionrouter::CLASS];
+pub const CLASSES: &[ElementClass] = &[scionrouter::CLASS, scionlinks::CLASS];

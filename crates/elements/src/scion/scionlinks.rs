@@ -1,0 +1,542 @@
+//! A SCION border router's links as UDP sockets, like the reference
+//! router: one socket per interface of this router and one on its internal
+//! address, read and written in batches (`recvmmsg`/`sendmmsg`).
+//!
+//! # Synopsis
+//! `SCIONLinks(CONFIG [, KEYWORDS])`
+//!
+//! # Ports
+//! Push output 0: every datagram received on a socket, as an underlay frame
+//! (Ethernet/IPv4-or-IPv6/UDP) whose source is the sender's address and
+//! whose destination is the socket's local address, so that `SCIONRouter`
+//! finds its ingress link. Push input 0: frames to send (`SCIONRouter`'s
+//! output): the UDP payload of each frame goes out of the socket whose
+//! local address is the frame's underlay source, to the frame's underlay
+//! destination. Frames that are no IPv4/IPv6 UDP, or whose source is no
+//! socket of ours, are dropped and counted (`tx_unroutable`).
+//!
+//! # Arguments
+//! - `CONFIG` (string, mandatory): the reference router's configuration
+//!   folder (`topology.json`, `keys/master0.key`), as for `SCIONRouter`.
+//! - `ID` (string, default: the first border router in name order): this
+//!   router's name in `topology.json`'s `border_routers`.
+//! - `BURST` (integer, default the router's burst, at most 256): datagrams
+//!   received per task run, over all sockets.
+//! - `WAIT` (boolean, default true): after 256 task runs that found
+//!   nothing, block in `poll(2)` on the sockets for at most 1 ms (the time
+//!   the scheduler would sleep anyway) so an idle router uses no CPU and
+//!   wakes as soon as a datagram arrives.
+//!
+//! Sockets are bound to each own interface's `underlay.local` and to the
+//! router's `internal_addr` when the router is initialised (a bind error
+//! stops it). Datagrams longer than a pool buffer (2048 bytes) are cut by
+//! the kernel; they are counted (`rx_truncated`) and dropped.
+//!
+//! # Handlers
+//! - `NAME_rx_packets`, `NAME_rx_bytes`, `NAME_tx_packets`, `NAME_tx_bytes`,
+//!   `NAME_tx_errors` (counters) for every socket, NAME being `ifN` for
+//!   interface id N or `internal`; bytes are UDP payload (SCION) bytes.
+//!   `tx_errors` counts datagrams the kernel refused (full send buffer,
+//!   unreachable destination).
+//! - `rx_truncated`, `rx_errors`, `tx_unroutable` (counters).
+//! - `links` (read): one line per socket: `NAME LOCAL-ADDRESS`.
+//!
+//! # Example
+//! ```click
+//! links :: SCIONLinks(CONFIG topo)
+//!     -> br :: SCIONRouter(CONFIG topo)
+//!     -> links;
+//! br[1] -> Discard;
+//! ```
+//!
+//! # Implementation
+//! The batched socket core is `linerate_io::udp`: message headers, I/O
+//! vectors and address buffers are allocated once per element, and the
+//! kernel reads and writes the packets' pool buffers in place. Received
+//! packets are pool buffers allocated ahead (unused ones are kept for the
+//! next run); the 42- or 62-byte Ethernet/IP/UDP header is written into
+//! their headroom, so nothing is copied or allocated per packet. The
+//! synthesized IPv4 header has a valid checksum; the UDP checksum field is
+//! the placeholder `0xffff` (the kernel has checked the datagram, and the
+//! router only adjusts the field incrementally). Sending groups a batch by
+//! socket and hands each group to one `sendmmsg` call, pointing at the
+//! payload inside each frame. There is no `IMPL reference`: the element
+//! only moves bytes between sockets and buffers. Click has no SCION
+//! elements; the closest Click elements are `Socket` and `FromDevice`.
+
+use super::topology::Topology;
+use linerate_io::udp::{wait_readable, Mmsg, RecvMeta, UdpPort};
+use linerate_runtime::packet::DATA_ROOM;
+use linerate_runtime::{
+    Batch, ConfigureCtx, Ctx, Element, ElementClass, HandlerSpec, InitCtx, IoCounts, Packet,
+    MAX_BATCH,
+};
+use std::any::Any;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::os::fd::{AsRawFd, RawFd};
+use std::path::Path;
+
+/// The `SCIONLinks` element class.
+pub const CLASS: ElementClass = ElementClass {
+    name: "SCIONLinks",
+    port_count: "1/1",
+    processing: "h/h",
+    doc: element_doc!("scion/scionlinks"),
+    make,
+};
+
+const LINK_HANDLERS: [&str; 5] = [
+    "rx_packets",
+    "rx_bytes",
+    "tx_packets",
+    "tx_bytes",
+    "tx_errors",
+];
+const ETH_LEN: usize = 14;
+/// Empty task runs before `WAIT` blocks in poll(2).
+const IDLE_RUNS: u32 = 256;
+
+#[derive(Default, Clone, Copy)]
+struct LinkStats {
+    rx_packets: u64,
+    rx_bytes: u64,
+    tx_packets: u64,
+    tx_bytes: u64,
+    tx_errors: u64,
+}
+
+struct Link {
+    name: String,
+    addr: SocketAddr,
+    port: Option<UdpPort>,
+    stats: LinkStats,
+}
+
+/// One frame of an input batch to send: its socket, payload and destination.
+#[derive(Clone, Copy)]
+struct Tx {
+    link: u16,
+    pkt: u16,
+    off: u16,
+    len: u16,
+    to: SocketAddr,
+}
+
+struct SCIONLinks {
+    links: Vec<Link>,
+    fds: Vec<RawFd>,
+    burst: usize,
+    wait: bool,
+    idle: u32,
+    next: usize,
+    mm: Mmsg,
+    rx: Vec<Packet>,
+    meta: Vec<RecvMeta>,
+    tx: Vec<Tx>,
+    sel: Vec<Tx>,
+    rx_truncated: u64,
+    rx_errors: u64,
+    tx_unroutable: u64,
+    handlers: &'static [HandlerSpec],
+}
+
+fn make(ctx: &ConfigureCtx<'_>) -> Result<Box<dyn Element>, Vec<String>> {
+    use linerate_args::Args;
+    let mut a = Args::new(&ctx.args);
+    let config: Option<String> = a.read_mp("CONFIG");
+    let id: Option<String> = a.read::<String>("ID").filter(|s| !s.is_empty());
+    let burst: usize = a.read_or("BURST", ctx.default_burst);
+    let wait: bool = a.read_or("WAIT", true);
+    a.complete().map_err(|e| e.0)?;
+    let dir = config.ok_or_else(|| vec!["CONFIG: missing".to_string()])?;
+    let topo = Topology::load(Path::new(&dir), id.as_deref()).map_err(|e| vec![e])?;
+    let burst = burst.clamp(1, MAX_BATCH);
+    let mut links: Vec<Link> = topo
+        .interfaces
+        .iter()
+        .filter(|i| i.sibling.is_none())
+        .map(|i| Link {
+            name: format!("if{}", i.ifid),
+            addr: i.local,
+            port: None,
+            stats: LinkStats::default(),
+        })
+        .collect();
+    links.push(Link {
+        name: "internal".into(),
+        addr: topo.internal,
+        port: None,
+        stats: LinkStats::default(),
+    });
+    if let Some(w) = links
+        .iter()
+        .enumerate()
+        .find(|(i, l)| links[..*i].iter().any(|m| m.addr == l.addr))
+    {
+        return Err(vec![format!(
+            "CONFIG: {} shares its address {} with another link",
+            w.1.name, w.1.addr
+        )]);
+    }
+    let mut h = vec![
+        HandlerSpec::counter("rx_truncated"),
+        HandlerSpec::counter("rx_errors"),
+        HandlerSpec::counter("tx_unroutable"),
+        HandlerSpec::read("links"),
+    ];
+    for l in &links {
+        for s in LINK_HANDLERS {
+            h.push(HandlerSpec::counter(Box::leak(
+                format!("{}_{s}", l.name).into_boxed_str(),
+            )));
+        }
+    }
+    Ok(Box::new(SCIONLinks {
+        links,
+        fds: Vec::new(),
+        burst,
+        wait,
+        idle: 0,
+        next: 0,
+        mm: Mmsg::new(MAX_BATCH),
+        rx: Vec::with_capacity(MAX_BATCH),
+        meta: vec![RecvMeta::default(); MAX_BATCH],
+        tx: Vec::with_capacity(MAX_BATCH),
+        sel: Vec::with_capacity(MAX_BATCH),
+        rx_truncated: 0,
+        rx_errors: 0,
+        tx_unroutable: 0,
+        // Handler names depend on the topology; the list lives as long as
+        // the process (one per configured element).
+        handlers: Box::leak(h.into_boxed_slice()),
+    }))
+}
+
+/// Writes the Ethernet/IP/UDP header of a datagram of `len` payload bytes
+/// from `src` to `dst` into `h` (42 bytes for IPv4, 62 for IPv6).
+fn write_underlay(h: &mut [u8], src: SocketAddr, dst: SocketAddr, len: usize) {
+    h[..12].fill(0);
+    let udp = match (src.ip(), dst.ip()) {
+        (IpAddr::V4(s), IpAddr::V4(d)) => {
+            h[12..14].copy_from_slice(&0x0800u16.to_be_bytes());
+            let ip = &mut h[ETH_LEN..ETH_LEN + 20];
+            ip[..12].copy_from_slice(&[0x45, 0, 0, 0, 0, 0, 0x40, 0, 64, 17, 0, 0]);
+            ip[2..4].copy_from_slice(&((len + 28) as u16).to_be_bytes());
+            ip[12..16].copy_from_slice(&s.octets());
+            ip[16..20].copy_from_slice(&d.octets());
+            let mut sum: u32 = ip
+                .chunks_exact(2)
+                .map(|w| u32::from(u16::from_be_bytes([w[0], w[1]])))
+                .sum();
+            sum = (sum & 0xffff) + (sum >> 16);
+            sum = (sum & 0xffff) + (sum >> 16);
+            ip[10..12].copy_from_slice(&(!(sum as u16)).to_be_bytes());
+            ETH_LEN + 20
+        }
+        (s, d) => {
+            h[12..14].copy_from_slice(&0x86ddu16.to_be_bytes());
+            let ip = &mut h[ETH_LEN..ETH_LEN + 40];
+            ip[..8].copy_from_slice(&[0x60, 0, 0, 0, 0, 0, 17, 64]);
+            ip[4..6].copy_from_slice(&((len + 8) as u16).to_be_bytes());
+            ip[8..24].copy_from_slice(&v6(s).octets());
+            ip[24..40].copy_from_slice(&v6(d).octets());
+            ETH_LEN + 40
+        }
+    };
+    let u = &mut h[udp..udp + 8];
+    u[..2].copy_from_slice(&src.port().to_be_bytes());
+    u[2..4].copy_from_slice(&dst.port().to_be_bytes());
+    u[4..6].copy_from_slice(&((len + 8) as u16).to_be_bytes());
+    u[6..8].copy_from_slice(&[0xff, 0xff]);
+}
+
+fn v6(a: IpAddr) -> Ipv6Addr {
+    match a {
+        IpAddr::V4(v) => v.to_ipv6_mapped(),
+        IpAddr::V6(v) => v,
+    }
+}
+
+/// Parses an Ethernet/IP/UDP frame: (source, destination, payload offset,
+/// payload length).
+fn parse_underlay(f: &[u8]) -> Option<(SocketAddr, SocketAddr, usize, usize)> {
+    let be = |o: usize| Some(u16::from_be_bytes([*f.get(o)?, *f.get(o + 1)?]));
+    let (src, dst, u, end) = match be(12)? {
+        0x0800 => {
+            let ip = f.get(ETH_LEN..ETH_LEN + 20)?;
+            let hl = usize::from(ip[0] & 0xf) * 4;
+            let tl = usize::from(be(ETH_LEN + 2)?);
+            if ip[0] >> 4 != 4 || ip[9] != 17 || hl < 20 || tl < hl + 8 {
+                return None;
+            }
+            let a = |o: usize| IpAddr::V4(Ipv4Addr::new(ip[o], ip[o + 1], ip[o + 2], ip[o + 3]));
+            (a(12), a(16), ETH_LEN + hl, ETH_LEN + tl)
+        }
+        0x86dd => {
+            let ip = f.get(ETH_LEN..ETH_LEN + 40)?;
+            if ip[0] >> 4 != 6 || ip[6] != 17 {
+                return None;
+            }
+            let a = |o: usize| {
+                let mut b = [0u8; 16];
+                b.copy_from_slice(&ip[o..o + 16]);
+                IpAddr::V6(Ipv6Addr::from(b))
+            };
+            let pl = usize::from(be(ETH_LEN + 4)?);
+            (a(8), a(24), ETH_LEN + 40, ETH_LEN + 40 + pl)
+        }
+        _ => return None,
+    };
+    let ulen = usize::from(be(u + 4)?);
+    if end > f.len() || ulen < 8 || u + ulen > end {
+        return None;
+    }
+    Some((
+        SocketAddr::new(src, be(u)?),
+        SocketAddr::new(dst, be(u + 2)?),
+        u + 8,
+        ulen - 8,
+    ))
+}
+
+impl SCIONLinks {
+    /// Receives up to `burst` datagrams over all sockets, starting with the
+    /// one after the last served, as one batch of underlay frames.
+    fn receive(&mut self, now: u64) -> Batch {
+        let mut out = Batch::new();
+        let n = self.links.len();
+        for k in 0..n {
+            let want = self.burst - out.len();
+            if want == 0 {
+                break;
+            }
+            let li = (self.next + k) % n;
+            let Some(port) = self.links[li].port.as_ref() else {
+                continue;
+            };
+            while self.rx.len() < want {
+                self.rx.push(Packet::new(DATA_ROOM));
+            }
+            let got = match self.mm.recv(
+                port,
+                &mut self.rx[..want],
+                |p| p.data_mut(),
+                &mut self.meta[..want],
+            ) {
+                Ok(g) => g,
+                Err(_) => {
+                    self.rx_errors += 1;
+                    continue;
+                }
+            };
+            let local = port.local_addr();
+            let st = &mut self.links[li].stats;
+            for (mut p, m) in self.rx.drain(..got).zip(&self.meta[..got]) {
+                let Some(peer) = m.peer.filter(|_| !m.truncated) else {
+                    self.rx_truncated += u64::from(m.truncated);
+                    self.rx_errors += u64::from(!m.truncated);
+                    continue;
+                };
+                st.rx_packets += 1;
+                st.rx_bytes += m.len as u64;
+                p.take(DATA_ROOM - m.len);
+                let hl = if local.is_ipv4() && peer.is_ipv4() {
+                    ETH_LEN + 28
+                } else {
+                    ETH_LEN + 48
+                };
+                p.push(hl);
+                write_underlay(p.data_mut(), peer, local, m.len);
+                p.set_timestamp_ns(now);
+                p.set_network_header(ETH_LEN as isize);
+                p.set_transport_header((hl - 8) as isize);
+                out.push(p);
+            }
+        }
+        self.next = (self.next + 1) % n.max(1);
+        out
+    }
+
+    /// Sends a batch of frames, one `sendmmsg` per socket.
+    fn send(&mut self, batch: &Batch) {
+        self.tx.clear();
+        for (i, p) in batch.iter().enumerate() {
+            let route = parse_underlay(p.data()).and_then(|(src, dst, off, len)| {
+                let li = self.links.iter().position(|l| l.addr == src)?;
+                Some(Tx {
+                    link: li as u16,
+                    pkt: i as u16,
+                    off: off as u16,
+                    len: len as u16,
+                    to: dst,
+                })
+            });
+            match route {
+                Some(t) => self.tx.push(t),
+                None => self.tx_unroutable += 1,
+            }
+        }
+        let pkts = batch.as_slice();
+        for (li, l) in self.links.iter_mut().enumerate() {
+            self.sel.clear();
+            self.sel
+                .extend(self.tx.iter().filter(|t| usize::from(t.link) == li));
+            let Some(port) = l.port.as_ref() else {
+                continue;
+            };
+            if self.sel.is_empty() {
+                continue;
+            }
+            let st = self.mm.send(port, &self.sel, |t| {
+                let d = pkts[usize::from(t.pkt)].data();
+                let o = usize::from(t.off);
+                (&d[o..o + usize::from(t.len)], t.to)
+            });
+            l.stats.tx_packets += st.sent as u64;
+            l.stats.tx_bytes += st.bytes as u64;
+            l.stats.tx_errors += st.errors as u64;
+        }
+    }
+}
+
+impl Element for SCIONLinks {
+    fn initialize(&mut self, _ctx: &mut InitCtx<'_>) -> Result<(), String> {
+        for l in &mut self.links {
+            let p = UdpPort::bind(l.addr).map_err(|e| format!("{} {}: {e}", l.name, l.addr))?;
+            self.fds.push(p.as_raw_fd());
+            l.port = Some(p);
+        }
+        Ok(())
+    }
+
+    fn is_task(&self) -> bool {
+        true
+    }
+
+    fn run_task(&mut self, ctx: &mut Ctx<'_>) -> bool {
+        let mut b = self.receive(ctx.recent_ns());
+        if b.is_empty() && self.wait {
+            self.idle = self.idle.saturating_add(1);
+            if self.idle >= IDLE_RUNS && wait_readable(&self.fds, 1) {
+                b = self.receive(ctx.now_ns());
+            }
+        }
+        if b.is_empty() {
+            return false;
+        }
+        self.idle = 0;
+        ctx.push(0, b);
+        true
+    }
+
+    fn push(&mut self, _port: usize, batch: Batch, _ctx: &mut Ctx<'_>) {
+        self.send(&batch);
+    }
+
+    fn handlers(&self) -> &[HandlerSpec] {
+        self.handlers
+    }
+
+    fn read_handler(&self, name: &str) -> Option<String> {
+        match name {
+            "rx_truncated" => return Some(self.rx_truncated.to_string()),
+            "rx_errors" => return Some(self.rx_errors.to_string()),
+            "tx_unroutable" => return Some(self.tx_unroutable.to_string()),
+            "links" => {
+                let v: Vec<String> = self
+                    .links
+                    .iter()
+                    .map(|l| {
+                        let a = l.port.as_ref().map_or(l.addr, |p| p.local_addr());
+                        format!("{} {a}", l.name)
+                    })
+                    .collect();
+                return Some(v.join("\n"));
+            }
+            _ => {}
+        }
+        let (link, what) = LINK_HANDLERS
+            .iter()
+            .find_map(|w| Some((name.strip_suffix(w)?.strip_suffix('_')?, *w)))?;
+        let s = self.links.iter().find(|l| l.name == link)?.stats;
+        Some(
+            match what {
+                "rx_packets" => s.rx_packets,
+                "rx_bytes" => s.rx_bytes,
+                "tx_packets" => s.tx_packets,
+                "tx_bytes" => s.tx_bytes,
+                _ => s.tx_errors,
+            }
+            .to_string(),
+        )
+    }
+
+    fn io_counts(&self) -> Option<IoCounts> {
+        Some(IoCounts {
+            source: true,
+            packets: self.links.iter().map(|l| l.stats.rx_packets).sum(),
+            bytes: self.links.iter().map(|l| l.stats.rx_bytes).sum(),
+        })
+    }
+
+    fn drops(&self) -> Vec<(&'static str, u64)> {
+        let tx_errors: u64 = self.links.iter().map(|l| l.stats.tx_errors).sum();
+        [
+            ("rx_truncated", self.rx_truncated),
+            ("rx_errors", self.rx_errors),
+            ("tx_unroutable", self.tx_unroutable),
+            ("tx_errors", tx_errors),
+        ]
+        .into_iter()
+        .filter(|(_, n)| *n > 0)
+        .collect()
+    }
+
+    fn cleanup(&mut self) {
+        self.fds.clear();
+        for l in &mut self.links {
+            l.port = None;
+        }
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn underlay_round_trip() {
+        for (s, d) in [
+            ("127.0.0.2:40000", "127.0.0.1:50001"),
+            ("[::1]:7", "[2001:db8::1]:50003"),
+        ] {
+            let (s, d): (SocketAddr, SocketAddr) = (s.parse().unwrap(), d.parse().unwrap());
+            let hl = if s.is_ipv4() { 42 } else { 62 };
+            let mut f = vec![0u8; hl + 5];
+            write_underlay(&mut f, s, d, 5);
+            assert_eq!(parse_underlay(&f), Some((s, d, hl, 5)));
+            for cut in 0..f.len() {
+                assert_eq!(parse_underlay(&f[..cut]), None);
+            }
+        }
+        let mut f = vec![0u8; 47];
+        write_underlay(
+            &mut f,
+            "10.0.0.1:1".parse().unwrap(),
+            "10.0.0.2:2".parse().unwrap(),
+            5,
+        );
+        // A valid IPv4 header checksum: the one's-complement sum is 0xffff.
+        let sum: u32 = f[14..34]
+            .chunks_exact(2)
+            .map(|w| u32::from(u16::from_be_bytes([w[0], w[1]])))
+            .sum();
+        assert_eq!((sum & 0xffff) + (sum >> 16), 0xffff);
+        f[12] = 0x12;
+        assert_eq!(parse_underlay(&f), None);
+    }
+}

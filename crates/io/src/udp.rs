@@ -1,0 +1,390 @@
+//! Batched UDP socket I/O with `recvmmsg(2)` and `sendmmsg(2)` (Linux).
+//!
+//! A [`UdpPort`] is a non-blocking UDP socket bound to one local address. A
+//! [`Mmsg`] holds the message headers, I/O vectors and address buffers of up
+//! to a fixed number of datagrams, allocated once: receiving and sending a
+//! batch allocates nothing. The datagram buffers are the caller's (packet
+//! buffers of a pool), reached through a closure, so the data is read and
+//! written in place.
+
+use std::io;
+use std::mem::{size_of, zeroed};
+use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, SocketAddrV4, SocketAddrV6, UdpSocket};
+use std::os::fd::{AsRawFd, RawFd};
+
+/// A non-blocking UDP socket bound to one local address.
+#[derive(Debug)]
+pub struct UdpPort {
+    sock: UdpSocket,
+    local: SocketAddr,
+}
+
+impl UdpPort {
+    /// Binds a non-blocking socket to `addr` (port 0 picks a free port).
+    pub fn bind(addr: SocketAddr) -> io::Result<UdpPort> {
+        let sock = UdpSocket::bind(addr)?;
+        sock.set_nonblocking(true)?;
+        let local = sock.local_addr()?;
+        Ok(UdpPort { sock, local })
+    }
+
+    /// The bound local address.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local
+    }
+
+    /// The underlying socket.
+    pub fn socket(&self) -> &UdpSocket {
+        &self.sock
+    }
+}
+
+impl AsRawFd for UdpPort {
+    fn as_raw_fd(&self) -> RawFd {
+        self.sock.as_raw_fd()
+    }
+}
+
+/// What `recvmmsg` reported for one received datagram.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RecvMeta {
+    /// Bytes written into the buffer (at most the buffer's length).
+    pub len: usize,
+    /// The sender's address (`None` for an address family other than IP).
+    pub peer: Option<SocketAddr>,
+    /// The datagram was longer than the buffer and was cut (`MSG_TRUNC`).
+    pub truncated: bool,
+}
+
+impl Default for RecvMeta {
+    fn default() -> RecvMeta {
+        RecvMeta {
+            len: 0,
+            peer: None,
+            truncated: false,
+        }
+    }
+}
+
+/// The outcome of [`Mmsg::send`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SendStats {
+    /// Datagrams the kernel accepted.
+    pub sent: usize,
+    /// Payload bytes of the datagrams the kernel accepted.
+    pub bytes: usize,
+    /// Datagrams refused (full send buffer, unreachable or bad address...).
+    pub errors: usize,
+    /// The last error's `errno`, 0 if none.
+    pub last_errno: i32,
+}
+
+/// Preallocated `mmsghdr`/`iovec`/address arrays for batches of datagrams.
+pub struct Mmsg {
+    hdrs: Box<[libc::mmsghdr]>,
+    iovs: Box<[libc::iovec]>,
+    addrs: Box<[libc::sockaddr_storage]>,
+}
+
+// SAFETY: the raw pointers in the headers are rewritten before every system
+// call and point only into buffers borrowed for that call; between calls
+// they are never dereferenced, so moving the arrays to another thread is
+// harmless.
+unsafe impl Send for Mmsg {}
+
+impl std::fmt::Debug for Mmsg {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Mmsg")
+            .field("capacity", &self.hdrs.len())
+            .finish()
+    }
+}
+
+impl Mmsg {
+    /// Arrays for batches of up to `cap` (at least 1) datagrams.
+    pub fn new(cap: usize) -> Mmsg {
+        let cap = cap.max(1);
+        // SAFETY: all-zero is a valid value of these plain C structs.
+        unsafe {
+            Mmsg {
+                hdrs: (0..cap).map(|_| zeroed()).collect(),
+                iovs: (0..cap).map(|_| zeroed()).collect(),
+                addrs: (0..cap).map(|_| zeroed()).collect(),
+            }
+        }
+    }
+
+    /// The most datagrams one call handles.
+    pub fn capacity(&self) -> usize {
+        self.hdrs.len()
+    }
+
+    /// Receives up to `min(bufs.len(), meta.len(), capacity)` datagrams
+    /// without blocking, datagram `i` into `buf_of(&mut bufs[i])`, and
+    /// describes them in `meta`. Returns how many arrived (0 when none is
+    /// waiting).
+    pub fn recv<T>(
+        &mut self,
+        sock: &impl AsRawFd,
+        bufs: &mut [T],
+        mut buf_of: impl FnMut(&mut T) -> &mut [u8],
+        meta: &mut [RecvMeta],
+    ) -> io::Result<usize> {
+        let n = bufs.len().min(meta.len()).min(self.capacity());
+        if n == 0 {
+            return Ok(0);
+        }
+        for (i, b) in bufs.iter_mut().take(n).enumerate() {
+            let buf = buf_of(b);
+            self.iovs[i] = libc::iovec {
+                iov_base: buf.as_mut_ptr().cast(),
+                iov_len: buf.len(),
+            };
+            let h = &mut self.hdrs[i];
+            h.msg_hdr.msg_name = (&mut self.addrs[i] as *mut libc::sockaddr_storage).cast();
+            h.msg_hdr.msg_namelen = size_of::<libc::sockaddr_storage>() as libc::socklen_t;
+            h.msg_hdr.msg_iov = &mut self.iovs[i];
+            h.msg_hdr.msg_iovlen = 1;
+            h.msg_hdr.msg_control = std::ptr::null_mut();
+            h.msg_hdr.msg_controllen = 0;
+            h.msg_hdr.msg_flags = 0;
+            h.msg_len = 0;
+        }
+        let r = loop {
+            // SAFETY: the first n headers point at live buffers borrowed
+            // from `bufs` (exclusively, for this call) and at our own
+            // address and iovec arrays.
+            let r = unsafe {
+                libc::recvmmsg(
+                    sock.as_raw_fd(),
+                    self.hdrs.as_mut_ptr(),
+                    n as libc::c_uint,
+                    libc::MSG_DONTWAIT,
+                    std::ptr::null_mut(),
+                )
+            };
+            if r >= 0 {
+                break r as usize;
+            }
+            let e = io::Error::last_os_error();
+            match e.kind() {
+                io::ErrorKind::Interrupted => continue,
+                io::ErrorKind::WouldBlock => return Ok(0),
+                _ => return Err(e),
+            }
+        };
+        for (i, m) in meta.iter_mut().take(r).enumerate() {
+            let h = &self.hdrs[i];
+            let len = (h.msg_len as usize).min(self.iovs[i].iov_len);
+            *m = RecvMeta {
+                len,
+                peer: from_sockaddr(&self.addrs[i], h.msg_hdr.msg_namelen),
+                truncated: h.msg_hdr.msg_flags & libc::MSG_TRUNC != 0,
+            };
+        }
+        Ok(r)
+    }
+
+    /// Sends every message `m` of `msgs` as one datagram `msg_of(m)` =
+    /// (payload, destination), `capacity` per system call, without
+    /// blocking. A refused datagram is counted and skipped; when the send
+    /// buffer is full (`EAGAIN`) the rest of the batch is counted as
+    /// refused.
+    pub fn send<'a, T>(
+        &mut self,
+        sock: &impl AsRawFd,
+        msgs: &[T],
+        msg_of: impl Fn(&T) -> (&'a [u8], SocketAddr),
+    ) -> SendStats {
+        let mut st = SendStats::default();
+        let mut chunk_start = 0;
+        while chunk_start < msgs.len() {
+            let n = (msgs.len() - chunk_start).min(self.capacity());
+            for (i, m) in msgs[chunk_start..chunk_start + n].iter().enumerate() {
+                let (data, to) = msg_of(m);
+                self.iovs[i] = libc::iovec {
+                    iov_base: data.as_ptr() as *mut libc::c_void,
+                    iov_len: data.len(),
+                };
+                let namelen = to_sockaddr(&to, &mut self.addrs[i]);
+                let h = &mut self.hdrs[i];
+                h.msg_hdr.msg_name = (&mut self.addrs[i] as *mut libc::sockaddr_storage).cast();
+                h.msg_hdr.msg_namelen = namelen;
+                h.msg_hdr.msg_iov = &mut self.iovs[i];
+                h.msg_hdr.msg_iovlen = 1;
+                h.msg_hdr.msg_control = std::ptr::null_mut();
+                h.msg_hdr.msg_controllen = 0;
+                h.msg_hdr.msg_flags = 0;
+                h.msg_len = 0;
+            }
+            let mut i = 0;
+            while i < n {
+                // SAFETY: headers i..n point at payloads borrowed from
+                // `msgs` for this call and at our own arrays; the kernel
+                // only reads them.
+                let r = unsafe {
+                    libc::sendmmsg(
+                        sock.as_raw_fd(),
+                        self.hdrs[i..].as_mut_ptr(),
+                        (n - i) as libc::c_uint,
+                        libc::MSG_DONTWAIT,
+                    )
+                };
+                if r > 0 {
+                    st.sent += r as usize;
+                    st.bytes += self.iovs[i..i + r as usize]
+                        .iter()
+                        .map(|v| v.iov_len)
+                        .sum::<usize>();
+                    i += r as usize;
+                    continue;
+                }
+                let e = io::Error::last_os_error();
+                st.last_errno = e.raw_os_error().unwrap_or(0);
+                match e.kind() {
+                    io::ErrorKind::Interrupted => {}
+                    io::ErrorKind::WouldBlock => {
+                        st.errors += n - i;
+                        i = n;
+                    }
+                    _ => {
+                        st.errors += 1;
+                        i += 1;
+                    }
+                }
+            }
+            chunk_start += n;
+        }
+        st
+    }
+}
+
+/// Waits up to `timeout_ms` for any of `fds` to become readable.
+/// Returns true if one is.
+pub fn wait_readable(fds: &[RawFd], timeout_ms: i32) -> bool {
+    const MAX: usize = 64;
+    let mut p = [libc::pollfd {
+        fd: -1,
+        events: 0,
+        revents: 0,
+    }; MAX];
+    let n = fds.len().min(MAX);
+    for (q, fd) in p.iter_mut().zip(fds) {
+        q.fd = *fd;
+        q.events = libc::POLLIN;
+    }
+    // SAFETY: p holds n initialised pollfd entries.
+    let r = unsafe { libc::poll(p.as_mut_ptr(), n as libc::nfds_t, timeout_ms) };
+    r > 0
+}
+
+/// Writes `a` as a C socket address into `st`; returns its length.
+fn to_sockaddr(a: &SocketAddr, st: &mut libc::sockaddr_storage) -> libc::socklen_t {
+    match a {
+        SocketAddr::V4(v) => {
+            let sin = libc::sockaddr_in {
+                sin_family: libc::AF_INET as libc::sa_family_t,
+                sin_port: v.port().to_be(),
+                sin_addr: libc::in_addr {
+                    s_addr: u32::from_ne_bytes(v.ip().octets()),
+                },
+                sin_zero: [0; 8],
+            };
+            // SAFETY: sockaddr_storage is larger than and aligned for
+            // sockaddr_in.
+            unsafe { std::ptr::write((st as *mut libc::sockaddr_storage).cast(), sin) };
+            size_of::<libc::sockaddr_in>() as libc::socklen_t
+        }
+        SocketAddr::V6(v) => {
+            let sin6 = libc::sockaddr_in6 {
+                sin6_family: libc::AF_INET6 as libc::sa_family_t,
+                sin6_port: v.port().to_be(),
+                sin6_flowinfo: v.flowinfo(),
+                sin6_addr: libc::in6_addr {
+                    s6_addr: v.ip().octets(),
+                },
+                sin6_scope_id: v.scope_id(),
+            };
+            // SAFETY: as above, for sockaddr_in6.
+            unsafe { std::ptr::write((st as *mut libc::sockaddr_storage).cast(), sin6) };
+            size_of::<libc::sockaddr_in6>() as libc::socklen_t
+        }
+    }
+}
+
+/// Reads a C socket address of length `len`.
+fn from_sockaddr(st: &libc::sockaddr_storage, len: libc::socklen_t) -> Option<SocketAddr> {
+    let len = len as usize;
+    match i32::from(st.ss_family) {
+        libc::AF_INET if len >= size_of::<libc::sockaddr_in>() => {
+            // SAFETY: the family says the storage holds a sockaddr_in.
+            let s: libc::sockaddr_in =
+                unsafe { std::ptr::read((st as *const libc::sockaddr_storage).cast()) };
+            Some(SocketAddr::V4(SocketAddrV4::new(
+                Ipv4Addr::from(s.sin_addr.s_addr.to_ne_bytes()),
+                u16::from_be(s.sin_port),
+            )))
+        }
+        libc::AF_INET6 if len >= size_of::<libc::sockaddr_in6>() => {
+            // SAFETY: the family says the storage holds a sockaddr_in6.
+            let s: libc::sockaddr_in6 =
+                unsafe { std::ptr::read((st as *const libc::sockaddr_storage).cast()) };
+            Some(SocketAddr::V6(SocketAddrV6::new(
+                Ipv6Addr::from(s.sin6_addr.s6_addr),
+                u16::from_be(s.sin6_port),
+                s.sin6_flowinfo,
+                s.sin6_scope_id,
+            )))
+        }
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sockaddr_round_trip() {
+        for a in ["127.0.0.1:5", "[::1]:65535", "[2001:db8::7]:50000"] {
+            let a: SocketAddr = a.parse().unwrap();
+            // SAFETY: all-zero sockaddr_storage is valid.
+            let mut st: libc::sockaddr_storage = unsafe { zeroed() };
+            let n = to_sockaddr(&a, &mut st);
+            assert_eq!(from_sockaddr(&st, n), Some(a));
+            assert_eq!(from_sockaddr(&st, 2), None);
+        }
+    }
+
+    #[test]
+    fn batch_round_trip_on_loopback() {
+        let a = UdpPort::bind("127.0.0.1:0".parse().unwrap()).unwrap();
+        let b = UdpPort::bind("127.0.0.1:0".parse().unwrap()).unwrap();
+        let mut m = Mmsg::new(4);
+        let msgs: Vec<Vec<u8>> = (0..6u8).map(|i| vec![i; 10 + usize::from(i)]).collect();
+        let to = b.local_addr();
+        let refs: Vec<&[u8]> = msgs.iter().map(|v| &v[..]).collect();
+        let st = m.send(&a, &refs, |v| (*v, to));
+        assert_eq!((st.sent, st.bytes, st.errors), (6, 75, 0));
+        let mut bufs = vec![vec![0u8; 12]; 8];
+        let mut meta = [RecvMeta::default(); 8];
+        let mut got = 0;
+        for _ in 0..1000 {
+            got += m
+                .recv(&b, &mut bufs[got..], |v| &mut v[..], &mut meta[got..])
+                .unwrap();
+            if got == 6 {
+                break;
+            }
+            wait_readable(&[b.as_raw_fd()], 10);
+        }
+        assert_eq!(got, 6);
+        for (i, mt) in meta[..6].iter().enumerate() {
+            assert_eq!(mt.peer, Some(a.local_addr()));
+            assert_eq!(mt.len, (10 + i).min(12));
+            assert_eq!(mt.truncated, 10 + i > 12);
+            assert!(bufs[i][..mt.len].iter().all(|x| usize::from(*x) == i));
+        }
+        assert_eq!(m.recv(&b, &mut bufs, |v| &mut v[..], &mut meta).unwrap(), 0);
+    }
+}

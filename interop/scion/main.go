@@ -4,7 +4,14 @@
 // topology folder and an input pcap, runs `linerate run nfs/scion-br.click`,
 // and decodes and checks every output frame with the same library.
 //
+// With -live-click, it then checks the live form as well (live.go): it
+// writes a loopback topology, starts `linerate run nfs/scion-br-live.click`,
+// sends the same reference-built packets from UDP sockets standing in for
+// the neighbours and hosts, and checks what arrives at those sockets.
+//
 // Usage: scion-interop -linerate PATH [-click nfs/scion-br.click] [-work DIR]
+//
+//	[-live-click nfs/scion-br-live.click]
 package main
 
 import (
@@ -63,6 +70,8 @@ var (
 	if4Local, if4Remote = "192.0.2.4:50004", "192.0.2.104:50000"
 	internal            = "10.0.0.1:30042"
 	host                = "10.2.0.9:31000"
+	// dstHost is the SCION destination host of the packets built here.
+	dstHost = "10.1.0.7"
 )
 
 type hop struct{ in, eg uint16 }
@@ -121,7 +130,7 @@ func mkPath(curINF, curHF uint8, segs ...segUse) *scion.Decoded {
 func scionPkt(flow uint32, dst, src addr.IA, pth path.Path, dport uint16, srcHost string) []byte {
 	s := &slayers.SCION{Version: 0, TrafficClass: 0xb8, FlowID: flow, NextHdr: slayers.L4UDP,
 		PathType: pth.Type(), DstIA: dst, SrcIA: src, Path: pth}
-	must(s.SetDstAddr(addr.HostIP(netip.MustParseAddr("10.1.0.7"))))
+	must(s.SetDstAddr(addr.HostIP(netip.MustParseAddr(dstHost))))
 	must(s.SetSrcAddr(addr.HostIP(netip.MustParseAddr(srcHost))))
 	u := &slayers.UDP{SrcPort: 40000, DstPort: dport}
 	u.SetNetworkLayerForChecksum(s)
@@ -167,7 +176,9 @@ type tcase struct {
 	flow  uint32
 	frame []byte
 	in    []byte
-	check check
+	// Underlay source and destination of the input.
+	src, dst string
+	check    check
 }
 
 func must(err error) {
@@ -294,7 +305,7 @@ func scmpReply(src, dst string, typ slayers.SCMPType, code slayers.SCMPCode, poi
 		oh, _ := orig.SrcAddr()
 		dh, _ := o.scn.DstAddr()
 		sh, _ := o.scn.SrcAddr()
-		if oh != dh || sh.String() != "10.0.0.1" {
+		if oh != dh || sh.String() != netip.MustParseAddrPort(internal).Addr().String() {
 			return fmt.Errorf("reply hosts %v -> %v", sh, dh)
 		}
 		var m slayers.SCMP
@@ -347,7 +358,7 @@ func cases() []tcase {
 		// The flow id (bytes 1..3 low 20 bits) identifies the case in the output.
 		pkt[1] = pkt[1]&0xf0 | byte(flow>>16)&0x0f
 		pkt[2], pkt[3] = byte(flow>>8), byte(flow)
-		cs = append(cs, tcase{name: name, flow: flow, frame: frame(src, dst, pkt), in: pkt, check: c})
+		cs = append(cs, tcase{name: name, flow: flow, frame: frame(src, dst, pkt), in: pkt, src: src, dst: dst, check: c})
 	}
 	ia := addr.MustParseIA
 	// Up segment 100 -> us -> 111 (construction order), traversed 111 -> us -> 100.
@@ -399,7 +410,7 @@ func cases() []tcase {
 	ib := mkSeg(true, 0x3030, hop{0, 7}, hop{1, 0})
 	add("inbound delivery to host port", if1Remote, if1Local,
 		scionPkt(0, local, ia("1-ff00:0:100"), mkPath(0, 1, segUse{ib, ib.betas[1]}), 31055, "10.2.0.9"),
-		forwarded(internal, "10.1.0.7:31055", func(p *scion.Decoded) {}))
+		forwarded(internal, dstHost+":31055", func(p *scion.Decoded) {}))
 	// One-hop paths.
 	ohInfo := path.InfoField{ConsDir: true, SegID: 0x5555, Timestamp: ts}
 	first := path.HopField{ExpTime: 63, ConsIngress: 0, ConsEgress: 1}
@@ -411,7 +422,7 @@ func cases() []tcase {
 		}))
 	add("one-hop inbound", if1Remote, if1Local,
 		scionPkt(0, local, ia("1-ff00:0:100"), &onehop.Path{Info: ohInfo, FirstHop: first}, 5000, "10.2.0.9"),
-		forwardedOneHop(internal, "10.1.0.7:5000", func(p *onehop.Path) {
+		forwardedOneHop(internal, dstHost+":5000", func(p *onehop.Path) {
 			p.SecondHop = path.HopField{ExpTime: 63, ConsIngress: 1}
 			p.SecondHop.Mac = path.MAC(macF(), p.Info, p.SecondHop, nil)
 		}))
@@ -484,6 +495,7 @@ func main() {
 	bin := flag.String("linerate", "linerate", "linerate binary")
 	click := flag.String("click", "nfs/scion-br.click", "router configuration")
 	work := flag.String("work", "", "scratch folder (default: a temporary one)")
+	liveClick := flag.String("live-click", "", "also check the live form with this configuration")
 	flag.Parse()
 	var err error
 	macF, err = scrypto.HFMacFactory([]byte(master))
@@ -539,6 +551,9 @@ func main() {
 		}
 	}
 	fmt.Printf("%d cases, %d failed\n", len(cs), fails)
+	if *liveClick != "" {
+		fails += runLive(*bin, *liveClick, dir)
+	}
 	if fails > 0 {
 		os.Exit(1)
 	}

@@ -2,7 +2,9 @@
 # Interoperability check of linerate's SCION border router against the
 # reference implementation (github.com/scionproto/scion v0.15.1, pinned in
 # go.mod): builds the checker with Go, runs nfs/scion-br.click through the
-# linerate binary and decodes the output with the reference library.
+# linerate binary and decodes the output with the reference library, then
+# runs the live form nfs/scion-br-live.click on a loopback topology with UDP
+# sockets standing in for the neighbours and checks what they receive.
 #
 # Go caches live under the cargo target directory (GOMODCACHE, GOCACHE), so a
 # warm CI cache makes the Go build incremental. GO (default: go on PATH, then
@@ -24,4 +26,5 @@ fi
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 cd "$root"
-"$target/go/scion-interop" -linerate "$LINERATE" -click nfs/scion-br.click -work "$work"
+"$target/go/scion-interop" -linerate "$LINERATE" -click nfs/scion-br.click -work "$work" \
+  -live-click nfs/scion-br-live.click

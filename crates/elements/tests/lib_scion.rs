@@ -763,3 +763,105 @@ proptest! {
         prop_assert_eq!(a.handlers, b.handlers);
     }
 }
+
+/// The live form on loopback: SCIONLinks opens the sockets of a loopback
+/// topology, neighbours' sockets send a transit packet, a packet with a bad
+/// MAC and a runt; the transit packet arrives at the parent from our
+/// interface 1, the SCMP reply at the child from interface 2, and the
+/// per-link handlers count it all.
+#[test]
+fn live_links_on_loopback() {
+    use std::net::UdpSocket;
+    use std::time::Duration;
+    let base = 20_000 + (std::process::id() % 400) as u16 * 100 + 50;
+    let a = |ip: &str, off: u16| format!("{ip}:{}", base + off);
+    let (l1, r1, l2, r2) = (
+        a("127.0.0.1", 1),
+        a("127.0.0.101", 11),
+        a("127.0.0.2", 2),
+        a("127.0.0.102", 12),
+    );
+    let dir = scratch("live");
+    let cfg = dir.join("live-config");
+    std::fs::create_dir_all(cfg.join("keys")).unwrap();
+    std::fs::write(cfg.join("keys/master0.key"), "c2Npb24tdmVjdG9ycy1rMA==\n").unwrap();
+    std::fs::write(
+        cfg.join("topology.json"),
+        format!(
+            r#"{{"isd_as": "1-ff00:0:110", "border_routers": {{"br1": {{
+              "internal_addr": "{}", "interfaces": {{
+              "1": {{"underlay": {{"local": "{l1}", "remote": "{r1}"}}, "isd_as": "1-ff00:0:100", "link_to": "parent"}},
+              "2": {{"underlay": {{"local": "{l2}", "remote": "{r2}"}}, "isd_as": "1-ff00:0:111", "link_to": "child"}}}}}}}}}}"#,
+            a("127.0.0.1", 0)
+        ),
+    )
+    .unwrap();
+    let text = format!(
+        "links :: SCIONLinks(CONFIG {0}, BURST 8) -> br :: SCIONRouter(CONFIG {0}, NOW {NOW}) -> links;\n\
+         br[1] -> Discard;",
+        cfg.display()
+    );
+    // Sockets are bound when the router is built (initialize).
+    let mut r = common::build(&text, RouterOptions::default()).unwrap();
+    let h = r.handle();
+    let parent = UdpSocket::bind(&r1).unwrap();
+    let child = UdpSocket::bind(&r2).unwrap();
+    for s in [&parent, &child] {
+        s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    }
+    let t = std::thread::spawn(move || {
+        r.run();
+        r
+    });
+    let s = up_seg();
+    let good = scion(
+        "1-ff00:0:100",
+        "1-ff00:0:111",
+        1,
+        &path(&[(&s, s.betas[2])], 0, 1),
+        5000,
+    );
+    let mut bad = good.clone();
+    bad[12 + 24 + 4 + 8 + 12 + 6] ^= 1; // a byte of hop field 1's MAC
+    child.send_to(&good, &l2).unwrap();
+    child.send_to(&bad, &l2).unwrap();
+    child.send_to(&[1, 2, 3], &l2).unwrap();
+    let mut buf = [0u8; 2048];
+    let (n, from) = parent.recv_from(&mut buf).unwrap();
+    assert_eq!(from.to_string(), l1);
+    let out = buf[..n].to_vec();
+    let mut expect = good.clone();
+    expect[36..40].copy_from_slice(&meta_of(&out).to_word().to_be_bytes());
+    expect[42..44].copy_from_slice(&s.betas[1].to_be_bytes());
+    assert_eq!(meta_of(&out).curr_hf, 2);
+    assert_eq!(out, expect);
+    let (n, from) = child.recv_from(&mut buf).unwrap();
+    assert_eq!(from.to_string(), l2);
+    assert_scmp(&buf[..n], 4, 51, 12 + 24 + 4 + 8 + 12);
+    // The runt is counted once the router has read all three.
+    let read = |name: &str| h.call(name, None).unwrap().trim().to_string();
+    for _ in 0..500 {
+        if read("links.if2_rx_packets") == "3" && read("br.drops_malformed") == "1" {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert_eq!(read("links.if2_rx_packets"), "3");
+    assert_eq!(read("links.if2_rx_bytes"), (2 * good.len() + 3).to_string());
+    assert_eq!(read("links.if1_tx_packets"), "1");
+    assert_eq!(read("links.if1_tx_bytes"), good.len().to_string());
+    assert_eq!(read("links.if2_tx_packets"), "1");
+    assert_eq!(read("links.internal_rx_packets"), "0");
+    assert_eq!(read("links.tx_unroutable"), "0");
+    assert_eq!(read("br.drops_malformed"), "1");
+    assert_eq!(read("br.scmp_51"), "1");
+    assert_eq!(
+        read("links.links"),
+        format!("if1 {l1}\nif2 {l2}\ninternal {}", a("127.0.0.1", 0))
+    );
+    h.stop();
+    let r = t.join().unwrap();
+    drop(r);
+    // The sockets are closed when the run ends: the addresses are free.
+    UdpSocket::bind(&l2).unwrap();
+}

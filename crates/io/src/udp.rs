@@ -12,11 +12,13 @@ use std::mem::{size_of, zeroed};
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, SocketAddrV4, SocketAddrV6, UdpSocket};
 use std::os::fd::{AsRawFd, RawFd};
 
-/// A non-blocking UDP socket bound to one local address.
+/// A non-blocking UDP socket bound to one local address, optionally
+/// connected to one peer.
 #[derive(Debug)]
 pub struct UdpPort {
     sock: UdpSocket,
     local: SocketAddr,
+    peer: Option<SocketAddr>,
 }
 
 impl UdpPort {
@@ -25,7 +27,25 @@ impl UdpPort {
         let sock = UdpSocket::bind(addr)?;
         sock.set_nonblocking(true)?;
         let local = sock.local_addr()?;
-        Ok(UdpPort { sock, local })
+        Ok(UdpPort {
+            sock,
+            local,
+            peer: None,
+        })
+    }
+
+    /// Connects the socket to `peer`: only its datagrams are received, and
+    /// datagrams sent without a destination go to it with the route looked
+    /// up once (like the reference SCION router's link sockets).
+    pub fn connect(&mut self, peer: SocketAddr) -> io::Result<()> {
+        self.sock.connect(peer)?;
+        self.peer = Some(peer);
+        Ok(())
+    }
+
+    /// The connected peer, if any.
+    pub fn peer_addr(&self) -> Option<SocketAddr> {
+        self.peer
     }
 
     /// The bound local address.
@@ -46,7 +66,7 @@ impl AsRawFd for UdpPort {
 }
 
 /// What `recvmmsg` reported for one received datagram.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct RecvMeta {
     /// Bytes written into the buffer (at most the buffer's length).
     pub len: usize,
@@ -54,16 +74,6 @@ pub struct RecvMeta {
     pub peer: Option<SocketAddr>,
     /// The datagram was longer than the buffer and was cut (`MSG_TRUNC`).
     pub truncated: bool,
-}
-
-impl Default for RecvMeta {
-    fn default() -> RecvMeta {
-        RecvMeta {
-            len: 0,
-            peer: None,
-            truncated: false,
-        }
-    }
 }
 
 /// The outcome of [`Mmsg::send`].
@@ -84,7 +94,17 @@ pub struct Mmsg {
     hdrs: Box<[libc::mmsghdr]>,
     iovs: Box<[libc::iovec]>,
     addrs: Box<[libc::sockaddr_storage]>,
+    /// Per header: a `UDP_SEGMENT` control message (GSO).
+    cmsgs: Box<[[u64; 4]]>,
+    /// Per header: how many datagrams it carries.
+    segs: Box<[usize]>,
 }
+
+/// The most segments of one GSO send (the kernel's `UDP_MAX_SEGMENTS` is
+/// 64 on older kernels).
+const GSO_MAX_SEGS: usize = 64;
+/// The most payload bytes of one GSO send.
+const GSO_MAX_BYTES: usize = 65_000;
 
 // SAFETY: the raw pointers in the headers are rewritten before every system
 // call and point only into buffers borrowed for that call; between calls
@@ -110,6 +130,8 @@ impl Mmsg {
                 hdrs: (0..cap).map(|_| zeroed()).collect(),
                 iovs: (0..cap).map(|_| zeroed()).collect(),
                 addrs: (0..cap).map(|_| zeroed()).collect(),
+                cmsgs: vec![[0u64; 4]; cap].into_boxed_slice(),
+                segs: vec![0; cap].into_boxed_slice(),
             }
         }
     }
@@ -187,14 +209,14 @@ impl Mmsg {
 
     /// Sends every message `m` of `msgs` as one datagram `msg_of(m)` =
     /// (payload, destination), `capacity` per system call, without
-    /// blocking. A refused datagram is counted and skipped; when the send
+    /// blocking. A destination of `None` sends to the connected peer. A refused datagram is counted and skipped; when the send
     /// buffer is full (`EAGAIN`) the rest of the batch is counted as
     /// refused.
     pub fn send<'a, T>(
         &mut self,
         sock: &impl AsRawFd,
         msgs: &[T],
-        msg_of: impl Fn(&T) -> (&'a [u8], SocketAddr),
+        msg_of: impl Fn(&T) -> (&'a [u8], Option<SocketAddr>),
     ) -> SendStats {
         let mut st = SendStats::default();
         let mut chunk_start = 0;
@@ -206,10 +228,18 @@ impl Mmsg {
                     iov_base: data.as_ptr() as *mut libc::c_void,
                     iov_len: data.len(),
                 };
-                let namelen = to_sockaddr(&to, &mut self.addrs[i]);
                 let h = &mut self.hdrs[i];
-                h.msg_hdr.msg_name = (&mut self.addrs[i] as *mut libc::sockaddr_storage).cast();
-                h.msg_hdr.msg_namelen = namelen;
+                match to {
+                    Some(to) => {
+                        h.msg_hdr.msg_namelen = to_sockaddr(&to, &mut self.addrs[i]);
+                        h.msg_hdr.msg_name =
+                            (&mut self.addrs[i] as *mut libc::sockaddr_storage).cast();
+                    }
+                    None => {
+                        h.msg_hdr.msg_name = std::ptr::null_mut();
+                        h.msg_hdr.msg_namelen = 0;
+                    }
+                }
                 h.msg_hdr.msg_iov = &mut self.iovs[i];
                 h.msg_hdr.msg_iovlen = 1;
                 h.msg_hdr.msg_control = std::ptr::null_mut();
@@ -256,6 +286,177 @@ impl Mmsg {
             chunk_start += n;
         }
         st
+    }
+}
+
+impl Mmsg {
+    /// Like [`send`](Self::send), with UDP generic segmentation offload:
+    /// each run of consecutive messages to the same destination whose
+    /// payloads have the same length (the run's last may be shorter), at
+    /// most 64 datagrams and 65,000 bytes, goes to the kernel as one
+    /// message with a `UDP_SEGMENT` control message, so the IP output path
+    /// (route, headers, device) runs once per run instead of once per
+    /// datagram; the datagrams on the wire are the same. A run the kernel
+    /// refuses as a whole (no GSO support, a segment above the path MTU)
+    /// is sent again datagram by datagram.
+    pub fn send_gso<'a, T>(
+        &mut self,
+        sock: &impl AsRawFd,
+        msgs: &[T],
+        msg_of: impl Fn(&T) -> (&'a [u8], Option<SocketAddr>),
+    ) -> SendStats {
+        let mut st = SendStats::default();
+        let mut start = 0;
+        while start < msgs.len() {
+            // Group up to `capacity` messages into headers.
+            let n = (msgs.len() - start).min(self.capacity());
+            let mut nh = 0usize;
+            let mut seg_len = 0usize;
+            let mut bytes = 0usize;
+            let mut closed = false;
+            let mut last_to: Option<Option<SocketAddr>> = None;
+            for (k, m) in msgs[start..start + n].iter().enumerate() {
+                let (data, to) = msg_of(m);
+                self.iovs[k] = libc::iovec {
+                    iov_base: data.as_ptr() as *mut libc::c_void,
+                    iov_len: data.len(),
+                };
+                let joins = nh > 0
+                    && !closed
+                    && last_to == Some(to)
+                    && data.len() <= seg_len
+                    && self.segs[nh - 1] < GSO_MAX_SEGS
+                    && bytes + data.len() <= GSO_MAX_BYTES;
+                if joins {
+                    self.segs[nh - 1] += 1;
+                    self.hdrs[nh - 1].msg_hdr.msg_iovlen += 1;
+                    bytes += data.len();
+                    closed = data.len() < seg_len;
+                    continue;
+                }
+                let h = &mut self.hdrs[nh].msg_hdr;
+                match to {
+                    Some(a) => {
+                        h.msg_namelen = to_sockaddr(&a, &mut self.addrs[nh]);
+                        h.msg_name = (&mut self.addrs[nh] as *mut libc::sockaddr_storage).cast();
+                    }
+                    None => {
+                        h.msg_name = std::ptr::null_mut();
+                        h.msg_namelen = 0;
+                    }
+                }
+                h.msg_iov = &mut self.iovs[k];
+                h.msg_iovlen = 1;
+                h.msg_flags = 0;
+                self.segs[nh] = 1;
+                nh += 1;
+                seg_len = data.len();
+                bytes = data.len();
+                closed = data.is_empty();
+                last_to = Some(to);
+            }
+            for i in 0..nh {
+                let seg = self.iovs_first_len(i);
+                let h = &mut self.hdrs[i].msg_hdr;
+                if self.segs[i] > 1 {
+                    let c = &mut self.cmsgs[i];
+                    // SAFETY: the buffer is 32 bytes, 8-aligned: room for
+                    // one cmsghdr with a u16 (CMSG_SPACE(2) = 24).
+                    unsafe {
+                        let space = libc::CMSG_SPACE(2) as usize;
+                        h.msg_control = c.as_mut_ptr().cast();
+                        h.msg_controllen = space as _;
+                        let cm = libc::CMSG_FIRSTHDR(h);
+                        (*cm).cmsg_level = libc::SOL_UDP;
+                        (*cm).cmsg_type = libc::UDP_SEGMENT;
+                        (*cm).cmsg_len = libc::CMSG_LEN(2) as _;
+                        std::ptr::write_unaligned(libc::CMSG_DATA(cm).cast::<u16>(), seg as u16);
+                    }
+                } else {
+                    h.msg_control = std::ptr::null_mut();
+                    h.msg_controllen = 0;
+                }
+            }
+            let mut i = 0;
+            while i < nh {
+                // SAFETY: headers i..nh point at payloads borrowed from
+                // `msgs` for this call and at our own arrays.
+                let r = unsafe {
+                    libc::sendmmsg(
+                        sock.as_raw_fd(),
+                        self.hdrs[i..].as_mut_ptr(),
+                        (nh - i) as libc::c_uint,
+                        libc::MSG_DONTWAIT,
+                    )
+                };
+                if r > 0 {
+                    for h in i..i + r as usize {
+                        st.sent += self.segs[h];
+                        st.bytes += self.hdr_bytes(h);
+                    }
+                    i += r as usize;
+                    continue;
+                }
+                let e = io::Error::last_os_error();
+                st.last_errno = e.raw_os_error().unwrap_or(0);
+                match e.kind() {
+                    io::ErrorKind::Interrupted => {}
+                    io::ErrorKind::WouldBlock => {
+                        st.errors += (i..nh).map(|h| self.segs[h]).sum::<usize>();
+                        i = nh;
+                    }
+                    _ if self.segs[i] > 1 => {
+                        self.send_one_by_one(sock, i, &mut st);
+                        i += 1;
+                    }
+                    _ => {
+                        st.errors += 1;
+                        i += 1;
+                    }
+                }
+            }
+            start += n;
+        }
+        st
+    }
+
+    /// The length of the first datagram of header `h` (the segment size).
+    fn iovs_first_len(&self, h: usize) -> usize {
+        // SAFETY: msg_iov points into self.iovs, set up for this call.
+        unsafe { (*self.hdrs[h].msg_hdr.msg_iov).iov_len }
+    }
+
+    /// Payload bytes of header `h`.
+    fn hdr_bytes(&self, h: usize) -> usize {
+        let m = &self.hdrs[h].msg_hdr;
+        // SAFETY: msg_iov..+msg_iovlen lies in self.iovs.
+        unsafe { std::slice::from_raw_parts(m.msg_iov, m.msg_iovlen) }
+            .iter()
+            .map(|v| v.iov_len)
+            .sum()
+    }
+
+    /// Sends the datagrams of GSO header `h` one `sendmsg` each.
+    fn send_one_by_one(&mut self, sock: &impl AsRawFd, h: usize, st: &mut SendStats) {
+        let m = self.hdrs[h].msg_hdr;
+        for k in 0..m.msg_iovlen {
+            let mut one = m;
+            // SAFETY: k < msg_iovlen: the iovec lies in self.iovs.
+            one.msg_iov = unsafe { m.msg_iov.add(k) };
+            one.msg_iovlen = 1;
+            one.msg_control = std::ptr::null_mut();
+            one.msg_controllen = 0;
+            // SAFETY: a valid msghdr over borrowed payloads and our arrays.
+            let r = unsafe { libc::sendmsg(sock.as_raw_fd(), &one, libc::MSG_DONTWAIT) };
+            if r >= 0 {
+                st.sent += 1;
+                // SAFETY: as above.
+                st.bytes += unsafe { (*one.msg_iov).iov_len };
+            } else {
+                st.errors += 1;
+                st.last_errno = io::Error::last_os_error().raw_os_error().unwrap_or(0);
+            }
+        }
     }
 }
 
@@ -364,7 +565,7 @@ mod tests {
         let msgs: Vec<Vec<u8>> = (0..6u8).map(|i| vec![i; 10 + usize::from(i)]).collect();
         let to = b.local_addr();
         let refs: Vec<&[u8]> = msgs.iter().map(|v| &v[..]).collect();
-        let st = m.send(&a, &refs, |v| (*v, to));
+        let st = m.send(&a, &refs, |v| (*v, Some(to)));
         assert_eq!((st.sent, st.bytes, st.errors), (6, 75, 0));
         let mut bufs = vec![vec![0u8; 12]; 8];
         let mut meta = [RecvMeta::default(); 8];
@@ -386,5 +587,49 @@ mod tests {
             assert!(bufs[i][..mt.len].iter().all(|x| usize::from(*x) == i));
         }
         assert_eq!(m.recv(&b, &mut bufs, |v| &mut v[..], &mut meta).unwrap(), 0);
+        // Connected: sends without a destination, receives only the peer's.
+        let mut c = UdpPort::bind("127.0.0.1:0".parse().unwrap()).unwrap();
+        c.connect(b.local_addr()).unwrap();
+        assert_eq!(c.peer_addr(), Some(b.local_addr()));
+        let st = m.send(&c, &refs[..1], |v| (*v, None));
+        assert_eq!((st.sent, st.errors), (1, 0));
+        let mut got = 0;
+        for _ in 0..1000 {
+            got = m.recv(&b, &mut bufs, |v| &mut v[..], &mut meta).unwrap();
+            if got > 0 {
+                break;
+            }
+            wait_readable(&[b.as_raw_fd()], 10);
+        }
+        assert_eq!((got, meta[0].peer), (1, Some(c.local_addr())));
+        // GSO: runs of equal lengths (the last shorter) arrive as the same
+        // datagrams, in order.
+        let lens = [100usize, 100, 100, 40, 100, 100, 7, 7, 3000];
+        let data: Vec<Vec<u8>> = lens
+            .iter()
+            .enumerate()
+            .map(|(i, l)| vec![i as u8; *l])
+            .collect();
+        let refs: Vec<&[u8]> = data.iter().map(|v| &v[..]).collect();
+        let st = m.send_gso(&c, &refs, |v| (*v, None));
+        assert_eq!(st.sent, lens.len(), "{st:?}");
+        assert_eq!(st.bytes, lens.iter().sum::<usize>());
+        let mut big = vec![vec![0u8; 4000]; 16];
+        let mut meta = [RecvMeta::default(); 16];
+        let mut got = 0;
+        for _ in 0..1000 {
+            got += m
+                .recv(&b, &mut big[got..], |v| &mut v[..], &mut meta[got..])
+                .unwrap();
+            if got >= lens.len() {
+                break;
+            }
+            wait_readable(&[b.as_raw_fd()], 10);
+        }
+        assert_eq!(got, lens.len());
+        for (i, l) in lens.iter().enumerate() {
+            assert_eq!(meta[i].len, *l);
+            assert!(big[i][..*l].iter().all(|x| usize::from(*x) == i));
+        }
     }
 }

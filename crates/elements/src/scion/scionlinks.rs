@@ -136,7 +136,7 @@ struct Link {
 #[derive(Clone, Copy)]
 struct Tx {
     link: u16,
-    pkt: u16,
+    pkt: u32,
     off: u16,
     len: u16,
     /// `None`: the link's connected neighbour.
@@ -391,7 +391,7 @@ impl SCIONLinks {
                 let li = self.links.iter().position(|l| l.addr == src)?;
                 Some(Tx {
                     link: li as u16,
-                    pkt: i as u16,
+                    pkt: i as u32,
                     off: off as u16,
                     len: len as u16,
                     to: (self.links[li].remote != Some(dst)).then_some(dst),
@@ -414,7 +414,7 @@ impl SCIONLinks {
                 continue;
             }
             let payload = |t: &Tx| {
-                let d = pkts[usize::from(t.pkt)].data();
+                let d = pkts[t.pkt as usize].data();
                 let o = usize::from(t.off);
                 (&d[o..o + usize::from(t.len)], t.to)
             };

@@ -270,27 +270,32 @@ fn ip_offset(k: LinkKind, d: &[u8]) -> Option<usize> {
 fn flow_hash(d: &[u8], ip: Option<usize>) -> u32 {
     let Some(off) = ip else { return 0 };
     let ip = &d[off..];
-    let (addrs, proto, l4): (&[u8], u8, usize) = match ip[0] >> 4 {
-        4 if ip.len() >= 20 => (&ip[12..20], ip[9], ((ip[0] & 15) as usize) * 4),
-        6 if ip.len() >= 40 => (&ip[8..40], 0, 40),
+    let w4 = |b: &[u8]| u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as u64;
+    let w8 = |b: &[u8]| w4(b) | w4(&b[4..]) << 32;
+    // Symmetric in the two addresses (and the two ports): sums and xors.
+    let sym = |a: u64, b: u64| a.wrapping_add(b) ^ (a ^ b).rotate_left(29);
+    let mut h = match ip[0] >> 4 {
+        4 if ip.len() >= 20 => {
+            let mut h = sym(w4(&ip[12..16]), w4(&ip[16..20])) ^ (ip[9] as u64) << 56;
+            let l4 = ((ip[0] & 15) as usize) * 4;
+            if matches!(ip[9], 6 | 17 | 132) && ip.len() >= l4 + 4 {
+                let (sp, dp) = (
+                    u16::from_be_bytes([ip[l4], ip[l4 + 1]]) as u64,
+                    u16::from_be_bytes([ip[l4 + 2], ip[l4 + 3]]) as u64,
+                );
+                h ^= (sp + dp) << 33 ^ (sp ^ dp) << 17;
+            }
+            h
+        }
+        6 if ip.len() >= 40 => {
+            let fold = |a: &[u8]| w8(a) ^ w8(&a[8..]).rotate_left(23);
+            sym(fold(&ip[8..24]), fold(&ip[24..40]))
+        }
         _ => return 0,
     };
-    let half = addrs.len() / 2;
-    let mix = |b: &[u8]| {
-        b.iter()
-            .fold(0u64, |h, x| h.wrapping_mul(31).wrapping_add(*x as u64))
-    };
-    let (a, b) = (mix(&addrs[..half]), mix(&addrs[half..]));
-    let mut h = a.wrapping_add(b) ^ (a ^ b).rotate_left(17) ^ proto as u64;
-    if matches!(proto, 6 | 17 | 132) && ip.len() >= l4 + 4 {
-        let (sp, dp) = (
-            u16::from_be_bytes([ip[l4], ip[l4 + 1]]),
-            u16::from_be_bytes([ip[l4 + 2], ip[l4 + 3]]),
-        );
-        h ^= (sp as u64 + dp as u64) << 24 ^ (sp ^ dp) as u64;
-    }
     h = (h ^ (h >> 33)).wrapping_mul(0xff51_afd7_ed55_8ccd);
-    ((h ^ (h >> 29)) as u32) | 1
+    h = (h ^ (h >> 29)).wrapping_mul(0xc4ce_b9fe_1a85_ec53);
+    ((h ^ (h >> 32)) as u32) | 1
 }
 
 /// The replica (of `n`) that owns flow hash `h`: multiply-shift on the

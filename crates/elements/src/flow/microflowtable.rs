@@ -64,13 +64,23 @@
 //!
 //! # Implementation
 //! Three arrays (struct of arrays by access pattern): 32-bit tags (hash
-//! bits, 0 = empty), keys (40 bytes) and 64-byte aligned counter blocks (a
-//! [`Direction`]); a hit touches one tag, one key and one counter line, a
-//! sweep reads only tags and counters. A full per-field split was not
-//! used: it would touch one cache line per field per packet. Each batch is
-//! processed in three passes: parse every packet's key and features into a
-//! reused scratch array and hash it; prefetch every target slot's three
-//! lines; then update in order. The update itself is branch-light: the
+//! bits, 0 = empty), keys (five 64-bit words, 40 bytes) and 64-byte
+//! aligned counter blocks (a [`Direction`]); a hit touches one tag, one key
+//! and one counter line, a sweep reads only tags and counters. A full
+//! per-field split was not used: it would touch one cache line per field
+//! per packet. Each batch is processed in two passes: the first reads every
+//! packet's key straight from its headers as the five words of the slot's
+//! key layout (IPv4 addresses are mapped with two shifts; no `FlowKey` is
+//! built or copied), hashes the words, prefetches the target slot's three
+//! lines and appends key, hash and features to a reused scratch array; the
+//! second updates in order, comparing keys word by word without branches
+//! (xor/or of five words). The hash is the reference's `hash_key` computed
+//! on the words, so slot placement, evictions and records are the same.
+//! `FlowKey` and `SlotKey` values are built only for records. L4Parser's
+//! flow-hash annotation is not used: other parsers (`CheckIPHeader`,
+//! `MarkIPHeader`) do not set it and an upstream `FromDump` in replicated
+//! mode sets a symmetric one, which would put both directions of a flow in
+//! one direct-mapped slot; the word hash costs two multiplications. The update itself is branch-light: the
 //! minimum/maximum, flag and first/second-size updates are selects; the
 //! only branches are hit/miss and the (rare) evictions. The bucket index is
 //! `(hash * buckets) >> 32` (any table size, no division). Timeouts are checked on access

@@ -440,11 +440,14 @@ struct Replicated {
     stopped: bool,
 }
 
+/// A shared reader being built: element name, file, replica count.
+type Building = (String, String, usize, Arc<Shared>);
+
 thread_local! {
     /// Shared readers being built: replica 0 leaves one here (keyed by
     /// element name, file and replica count) for the replicas built after
     /// it on the same thread; the last one takes it away.
-    static BUILDING: RefCell<Vec<(String, String, usize, Arc<Shared>)>> =
+    static BUILDING: RefCell<Vec<Building>> =
         const { RefCell::new(Vec::new()) };
 }
 

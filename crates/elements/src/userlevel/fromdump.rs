@@ -395,7 +395,9 @@ impl Shared {
                 }
             };
             let kind = rec.link_type.kind();
-            let ip = ip_offset(kind, rec.data);
+            // (An IP header past 64 KiB, behind thousands of VLAN tags in
+            // a crafted file, is treated as no IP header.)
+            let ip = ip_offset(kind, rec.data).filter(|&o| o < NO_IP as usize);
             let hash = flow_hash(rec.data, ip);
             shares[owner(hash, n)].push(Desc {
                 off: rec.data.as_ptr() as usize - base,

@@ -29,7 +29,10 @@
 // Several cores (RSS): `linerate run --replicate -j 2 nfs/flowmon.click ...`
 // runs one copy of the pipeline per core; FromDump gives each copy the
 // packets whose symmetric flow hash falls to it, so every flow (both
-// directions) stays on one core and records are exact. The copies' exporters
+// directions) stays on one core and records are exact (the same totals as
+// one core). The copies share one reader: each record is read and hashed
+// once, by whichever copy walks that part of the file, and each copy flushes
+// its tables on its own core at the end. The copies' exporters
 // share one socket, pacer and sequence-number space (same COLLECTOR and
 // DOMAIN), so the collector sees one exporter.
 //

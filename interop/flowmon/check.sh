@@ -5,7 +5,8 @@
 #
 # For each trace in ../shared/traces and each export mode (IPFIX one-way,
 # IPFIX biflows, NetFlow v9; the last two also replicated on two cores,
-# whose exporters share one domain and sequence space), it starts nfcapd on a free loopback port with
+# whose exporters share one domain and sequence space, and whose totals must
+# equal the one-core run's), it starts nfcapd on a free loopback port with
 # a temporary directory, runs flowmon with no timeouts (ACTIVE=0 IDLE=0
 # TCPEND=false) exporting to it, stops nfcapd, and reads the flows back with
 # nfdump. The flow count, packet total and byte total nfdump decoded must
@@ -93,6 +94,7 @@ flow_json() { nfdump -R "$dir" -q -o json "$1"; }
 # json_field JSON NAME: the value of "NAME" (first record).
 json_field() { grep -m1 "\"$2\" :" <<<"$1" | sed -E 's/.*: "?([^",]*)"?,?$/\1/'; }
 
+declare -A one_core
 lan="$traces/pathspider-real-lan2012.pcap"
 ndpi="$traces/ndpi-tests-mix.pcap"
 
@@ -109,6 +111,13 @@ for trace in "$lan" "$ndpi"; do
     expect_eq "$name flows (nfdump vs flowmon)" "$flows" "$records"
     expect_eq "$name packets (nfdump vs flowmon)" "$pkts" "$fpkts"
     expect_eq "$name dropped" "$(handler export.dropped)" 0
+    # Replicated runs must give exactly the one-core totals.
+    key="$(basename "$trace") $1 $2"
+    if [ -z "$extra" ]; then
+      one_core["$key"]="$flows $pkts $bytes"
+    else
+      expect_eq "$name totals (vs one core)" "$flows $pkts $bytes" "${one_core[$key]:-}"
+    fi
     if [ "$trace" = "$lan" ]; then
       want=11978
       [ "$2" = true ] && want=6024

@@ -214,6 +214,46 @@ fn replicas_split_the_trace_by_flow() {
     assert_eq!(read(&r, "c.count"), 62_781);
 }
 
+/// Each replica's `count` (the router's read sums them).
+fn per_replica(r: &Router, element: &str, handler: &str) -> Vec<u64> {
+    let mut v = Vec::new();
+    r.for_each_element(|_, info, e| {
+        if info.name == element {
+            v.push(e.read_handler(handler).unwrap().trim().parse().unwrap());
+        }
+    });
+    v
+}
+
+#[test]
+fn replicas_share_one_reader_and_both_get_work() {
+    // Shared reader (plain options) and per-replica readers (END_AFTER)
+    // split the trace the same way, every record once, both replicas busy.
+    let mut shares = Vec::new();
+    for extra in ["", ", END_AFTER 2h"] {
+        let r = run(
+            &format!(
+                "src :: FromDump({}, STOP true{extra}) -> c :: Counter -> Discard",
+                lan().display()
+            ),
+            RouterOptions {
+                threads: 2,
+                replicate: true,
+                ..Default::default()
+            },
+        );
+        let counts = per_replica(&r, "src", "count");
+        assert_eq!(counts.iter().sum::<u64>(), 62_781, "{extra}: {counts:?}");
+        assert!(counts.iter().all(|&c| c > 10_000), "{extra}: {counts:?}");
+        assert_eq!(read(&r, "c.count"), 62_781);
+        if extra.is_empty() {
+            assert_eq!(read(&r, "src.filepos"), 5_631_368);
+        }
+        shares.push(counts);
+    }
+    assert_eq!(shares[0], shares[1]);
+}
+
 #[test]
 fn pull_mode_todump_drains_a_queue() {
     let out = tmp("pulled.pcap");

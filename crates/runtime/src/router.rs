@@ -715,12 +715,19 @@ impl Router {
             let u = &mut units[0];
             thread_loop(&u.graph, &mut u.state);
         } else {
+            // Replicas share no rings: each flushes on its own thread.
+            let replicated = self.shared.replicated;
+            let order = topo_order(&self.info);
+            let order = &order;
             units = std::thread::scope(|sc| {
                 let hs: Vec<_> = units
                     .into_iter()
                     .map(|mut u| {
                         sc.spawn(move || {
                             thread_loop(&u.graph, &mut u.state);
+                            if replicated {
+                                flush_unit(order, &mut u);
+                            }
                             u
                         })
                     })
@@ -731,7 +738,9 @@ impl Router {
             });
         }
         let elapsed = start.elapsed();
-        flush_all(&self.info, &mut units);
+        if units.len() == 1 || !self.shared.replicated {
+            flush_all(&self.info, &mut units);
+        }
         for u in units.iter_mut() {
             for c in u.graph.elems.iter().flatten() {
                 if let Ok(mut e) = c.try_borrow_mut() {
@@ -813,8 +822,9 @@ fn topo_order(info: &[ElementInfo]) -> Vec<usize> {
 }
 
 /// The end-of-run flush (`Element::flush`), single-threaded after the
-/// threads have joined: each element in topological order, each replica,
-/// until it has nothing left, delivering cross-thread rings in between.
+/// threads have joined (replicas flush on their own threads, see
+/// `flush_unit`): each element in topological order, each unit, until it
+/// has nothing left, delivering cross-thread rings in between.
 fn flush_all(info: &[ElementInfo], units: &mut [Unit]) {
     for e in topo_order(info) {
         for k in 0..units.len() {
@@ -832,6 +842,20 @@ fn flush_all(info: &[ElementInfo], units: &mut [Unit]) {
                 }
             }
         }
+    }
+}
+
+/// The end-of-run flush of one replica (replicated mode, on its thread):
+/// each element in topological order until it has nothing left.
+fn flush_unit(order: &[usize], u: &mut Unit) {
+    for &e in order {
+        if u.graph.elems[e].is_none() {
+            continue;
+        }
+        while crate::sched::flush_element(&u.graph, &mut u.state, e as u32) {
+            while crate::sched::settle_rings(&u.graph, &mut u.state) {}
+        }
+        while crate::sched::settle_rings(&u.graph, &mut u.state) {}
     }
 }
 

@@ -56,8 +56,10 @@
 //! ```
 //!
 //! # Implementation
-//! Open addressing with linear probing over two parallel arrays (32-bit
-//! tags, 0 = empty, and slab indices), so a probe reads 8 bytes per slot;
+//! Open addressing with linear probing over one array of 64-bit entries
+//! (32-bit tag and slab index; 0 = empty), so a probe reads 8 bytes of one
+//! cache line (two parallel arrays of tags and indices cost a second line,
+//! and a second miss, per microflow);
 //! flows live in a slab (stable indices, free list) so that deletions
 //! (backward shift) move only index entries. With `BIFLOW` the hash is
 //! symmetric (computed over the endpoints in canonical order), so one
@@ -68,7 +70,9 @@
 //! processed in three passes (after prefetching every record's data):
 //! decode and hash every record and prefetch its
 //! home tag; probe the tags and prefetch the matching flow's lines (key and
-//! both directions, each on its own cache line); then merge in order. At the end of the run (`Element::flush`)
+//! forward direction, and the reverse direction for biflows, each on its
+//! own cache line; one-way flows never read the reverse line); then merge
+//! in order. At the end of the run (`Element::flush`)
 //! every flow is exported in creation order (forced end), 256 per call.
 //!
 //! `IMPL reference` keeps a `HashMap` of flows and finds expired flows by
@@ -184,11 +188,17 @@ struct Config {
 impl Config {
     /// When `f` expires, and why (`u64::MAX`: never).
     fn deadline(&self, f: &Flow) -> (u64, u8) {
-        let last = f.fwd.last_ns.max(f.rev.last_ns);
-        let first = if f.rev.packets > 0 {
-            f.fwd.first_ns.min(f.rev.first_ns)
+        // One-way flows never touch `rev` (all zero): not reading it saves
+        // a cache line per microflow.
+        let (first, last) = if !self.biflow {
+            (f.fwd.first_ns, f.fwd.last_ns)
+        } else if f.rev.packets > 0 {
+            (
+                f.fwd.first_ns.min(f.rev.first_ns),
+                f.fwd.last_ns.max(f.rev.last_ns),
+            )
         } else {
-            f.fwd.first_ns
+            (f.fwd.first_ns, f.fwd.last_ns.max(f.rev.last_ns))
         };
         let idle = last.saturating_add(self.idle).saturating_add(1);
         let active = first.saturating_add(self.active);
@@ -269,8 +279,9 @@ struct Stats {
 
 /// The fast table.
 struct Fast {
-    tags: Vec<u32>,
-    slots: Vec<u32>,
+    /// Open-addressing index: `tag << 32 | slab index` per slot, 0 = empty
+    /// (tags are odd, so a used entry is never 0).
+    index: Vec<u64>,
     mask: usize,
     len: usize,
     flows: Vec<Flow>,
@@ -334,8 +345,7 @@ fn make(ctx: &ConfigureCtx<'_>) -> Result<Box<dyn Element>, Vec<String>> {
     let cap = capacity.clamp(16, 1 << 30).next_power_of_two();
     let table = match imp.as_str() {
         "fast" => Table::Fast(Box::new(Fast {
-            tags: vec![0; cap],
-            slots: vec![0; cap],
+            index: vec![0; cap],
             mask: cap - 1,
             len: 0,
             flows: Vec::with_capacity(cap / 2),
@@ -376,12 +386,12 @@ impl Fast {
         let tag = ((h >> 32) as u32) | 1;
         let mut i = h as usize & self.mask;
         loop {
-            let t = self.tags[i];
-            if t == 0 {
+            let e = self.index[i];
+            if e == 0 {
                 return None;
             }
-            if t == tag {
-                let s = self.slots[i];
+            if (e >> 32) as u32 == tag {
+                let s = e as u32;
                 let f = &self.flows[s as usize];
                 if f.vlan == vlan {
                     if f.key == *k {
@@ -398,16 +408,18 @@ impl Fast {
 
     /// Prefetch the first flow whose tag matches `h`'s.
     #[inline]
-    fn prefetch_flow(&self, h: u64) {
+    fn prefetch_flow(&self, h: u64, biflow: bool) {
         let tag = ((h >> 32) as u32) | 1;
         let mut i = h as usize & self.mask;
-        while self.tags[i] != 0 {
-            if self.tags[i] == tag {
+        while self.index[i] != 0 {
+            if (self.index[i] >> 32) as u32 == tag {
                 // A reference reads nothing: only the prefetches touch memory.
-                let f = &self.flows[self.slots[i] as usize];
+                let f = &self.flows[self.index[i] as u32 as usize];
                 prefetch(&f.key);
                 prefetch(&f.fwd);
-                prefetch(&f.rev);
+                if biflow {
+                    prefetch(&f.rev);
+                }
                 return;
             }
             i = (i + 1) & self.mask;
@@ -415,7 +427,7 @@ impl Fast {
     }
 
     fn insert(&mut self, h: u64, f: Flow) -> u32 {
-        if (self.len + 1) * 2 > self.tags.len() {
+        if (self.len + 1) * 2 > self.index.len() {
             self.grow();
         }
         let s = match self.free.pop() {
@@ -437,25 +449,22 @@ impl Fast {
 
     fn place(&mut self, h: u64, s: u32) {
         let mut i = h as usize & self.mask;
-        while self.tags[i] != 0 {
+        while self.index[i] != 0 {
             i = (i + 1) & self.mask;
         }
-        self.tags[i] = ((h >> 32) as u32) | 1;
-        self.slots[i] = s;
+        self.index[i] = ((((h >> 32) as u32) | 1) as u64) << 32 | s as u64;
     }
 
     /// Double the index and re-place every live flow by its stored hash.
     fn grow(&mut self) {
-        let n = self.tags.len() * 2;
+        let n = self.index.len() * 2;
         let live: Vec<u32> = self
-            .tags
+            .index
             .iter()
-            .zip(&self.slots)
-            .filter(|(t, _)| **t != 0)
-            .map(|(_, s)| *s)
+            .filter(|e| **e != 0)
+            .map(|e| *e as u32)
             .collect();
-        self.tags = vec![0; n];
-        self.slots = vec![0; n];
+        self.index = vec![0; n];
         self.mask = n - 1;
         for s in live {
             self.place(self.hashes[s as usize], s);
@@ -465,25 +474,24 @@ impl Fast {
     /// Remove slab entry `s` from the index (backward shift) and free it.
     fn remove(&mut self, s: u32) {
         let mut i = self.hashes[s as usize] as usize & self.mask;
-        while self.tags[i] == 0 || self.slots[i] != s {
+        while self.index[i] == 0 || self.index[i] as u32 != s {
             i = (i + 1) & self.mask;
         }
         let mut hole = i;
         let mut j = i;
         loop {
             j = (j + 1) & self.mask;
-            if self.tags[j] == 0 {
+            if self.index[j] == 0 {
                 break;
             }
-            let home = self.hashes[self.slots[j] as usize] as usize & self.mask;
+            let home = self.hashes[self.index[j] as u32 as usize] as usize & self.mask;
             // j may move back to the hole unless its home lies in (hole, j].
             if (j.wrapping_sub(home) & self.mask) >= (j.wrapping_sub(hole) & self.mask) {
-                self.tags[hole] = self.tags[j];
-                self.slots[hole] = self.slots[j];
+                self.index[hole] = self.index[j];
                 hole = j;
             }
         }
-        self.tags[hole] = 0;
+        self.index[hole] = 0;
         self.flows[s as usize].id = u64::MAX;
         self.free.push(s);
         self.len -= 1;
@@ -557,7 +565,11 @@ impl FlowAggregator {
                     }
                 };
                 let fl = &mut f.flows[s as usize];
-                let before = if new { u64::MAX } else { cfg.deadline(fl).0 };
+                let before = if new || !cfg.timeouts() {
+                    u64::MAX
+                } else {
+                    cfg.deadline(fl).0
+                };
                 let ended = cfg.apply(fl, m, rev);
                 if ended {
                     let rec = cfg.record(fl, end_reason::END_OF_FLOW);
@@ -711,7 +723,7 @@ impl Element for FlowAggregator {
                     let vlan = if cfg.vlan { m.vlan } else { 0 };
                     let h = cfg.hash(&m.key, vlan);
                     if let Table::Fast(f) = &self.table {
-                        prefetch(f.tags.as_ptr().wrapping_add(h as usize & f.mask));
+                        prefetch(f.index.as_ptr().wrapping_add(h as usize & f.mask));
                     }
                     scratch.push((m, h));
                 }
@@ -724,7 +736,7 @@ impl Element for FlowAggregator {
         // merging may insert and remove flows.
         if let Table::Fast(f) = &self.table {
             for (_, h) in scratch.iter() {
-                f.prefetch_flow(*h);
+                f.prefetch_flow(*h, cfg.biflow);
             }
         }
         // Pass 3: merge in order.

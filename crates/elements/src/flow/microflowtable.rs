@@ -64,13 +64,23 @@
 //!
 //! # Implementation
 //! Three arrays (struct of arrays by access pattern): 32-bit tags (hash
-//! bits, 0 = empty), keys (40 bytes) and 64-byte aligned counter blocks (a
-//! [`Direction`]); a hit touches one tag, one key and one counter line, a
-//! sweep reads only tags and counters. A full per-field split was not
-//! used: it would touch one cache line per field per packet. Each batch is
-//! processed in three passes: parse every packet's key and features into a
-//! reused scratch array and hash it; prefetch every target slot's three
-//! lines; then update in order. The update itself is branch-light: the
+//! bits, 0 = empty), keys (five 64-bit words, 40 bytes) and 64-byte
+//! aligned counter blocks (a [`Direction`]); a hit touches one tag, one key
+//! and one counter line, a sweep reads only tags and counters. A full
+//! per-field split was not used: it would touch one cache line per field
+//! per packet. Each batch is processed in two passes: the first reads every
+//! packet's key straight from its headers as the five words of the slot's
+//! key layout (IPv4 addresses are mapped with two shifts; no `FlowKey` is
+//! built or copied), hashes the words, prefetches the target slot's three
+//! lines and appends key, hash and features to a reused scratch array; the
+//! second updates in order, comparing keys word by word without branches
+//! (xor/or of five words). The hash is the reference's `hash_key` computed
+//! on the words, so slot placement, evictions and records are the same.
+//! `FlowKey` and `SlotKey` values are built only for records. L4Parser's
+//! flow-hash annotation is not used: other parsers (`CheckIPHeader`,
+//! `MarkIPHeader`) do not set it and an upstream `FromDump` in replicated
+//! mode sets a symmetric one, which would put both directions of a flow in
+//! one direct-mapped slot; the word hash costs two multiplications. The update itself is branch-light: the
 //! minimum/maximum, flag and first/second-size updates are selects; the
 //! only branches are hit/miss and the (rare) evictions. The bucket index is
 //! `(hash * buckets) >> 32` (any table size, no division). Timeouts are checked on access
@@ -182,16 +192,22 @@ impl Microflow {
     }
 }
 
-/// What the table needs of one packet.
+/// The per-packet features a microflow summarises.
 #[derive(Clone, Copy, Default)]
-pub(crate) struct Pkt {
-    pub key: FlowKey,
-    pub vlan: u16,
+pub(crate) struct Feat {
     pub ts: u64,
     pub len: u16,
     pub tos: u8,
     pub ttl: u8,
     pub flags: u8,
+}
+
+/// What the table needs of one packet.
+#[derive(Clone, Copy, Default)]
+pub(crate) struct Pkt {
+    pub key: FlowKey,
+    pub vlan: u16,
+    pub f: Feat,
 }
 
 /// Read the flow key and per-packet features; `None` for packets the table
@@ -227,17 +243,133 @@ pub(crate) fn parse(p: &Packet) -> Option<Pkt> {
     Some(Pkt {
         key,
         vlan: p.anno().u16(offsets::VLAN_TCI) & 0x0fff,
+        f: Feat {
+            ts: p.timestamp_ns(),
+            len,
+            tos,
+            ttl,
+            flags,
+        },
+    })
+}
+
+/// A slot key as five 64-bit words: the in-memory layout of [`SlotKey`]
+/// (the [`FlowKey`] fields in order, then the VLAN id), little-endian.
+type Words = [u64; 5];
+
+#[inline(always)]
+fn le64(b: &[u8; 8]) -> u64 {
+    u64::from_le_bytes(*b)
+}
+
+/// [`parse`] for the fast path: the key straight from the headers as
+/// [`Words`] (no [`FlowKey`] built or copied) and the features; `None` for
+/// exactly the packets `parse` rejects.
+#[inline(always)]
+fn parse_words(p: &Packet) -> Option<(Words, Feat)> {
+    let ip = p.network_header()?;
+    let anno_proto = p.anno().u8(offsets::L4_PROTO);
+    let (mut w, proto, len, tos, ttl) = match *ip.first()? >> 4 {
+        4 if ip.len() >= 20 => {
+            if u16::from_be_bytes([ip[6], ip[7]]) & 0x1fff != 0 {
+                return None; // non-first fragment
+            }
+            let a = |o: usize| u32::from_le_bytes([ip[o], ip[o + 1], ip[o + 2], ip[o + 3]]);
+            // IPv4-mapped: bytes 10 and 11 are 0xff, 12..16 the address.
+            let mapped = |x: u32| 0xffff_0000 | (x as u64) << 32;
+            let proto = if anno_proto != 0 { anno_proto } else { ip[9] };
+            let w = [0, mapped(a(12)), 0, mapped(a(16)), 4 << 40];
+            (w, proto, u16::from_be_bytes([ip[2], ip[3]]), ip[1], ip[8])
+        }
+        6 if ip.len() >= 40 => {
+            let h: &[u8; 40] = ip[..40].try_into().ok()?;
+            let word = |o: usize| le64(h[o..o + 8].try_into().unwrap_or(&[0; 8]));
+            let proto = if anno_proto != 0 { anno_proto } else { h[6] };
+            let w = [word(8), word(16), word(24), word(32), 6 << 40];
+            let plen = u16::from_be_bytes([h[4], h[5]]);
+            let tos = (h[0] << 4) | (h[1] >> 4);
+            (w, proto, plen.saturating_add(40), tos, h[7])
+        }
+        _ => return None,
+    };
+    let l4 = p.transport_header().unwrap_or(&[]);
+    let (mut sport, mut dport) = (0u16, 0u16);
+    match proto {
+        6 | 17 | 132 | 136 if l4.len() >= 4 => {
+            sport = u16::from_be_bytes([l4[0], l4[1]]);
+            dport = u16::from_be_bytes([l4[2], l4[3]]);
+        }
+        1 | 58 if l4.len() >= 8 => {
+            dport = u16::from_be_bytes([l4[0], l4[1]]);
+            if matches!((proto, l4[0]), (1, 0 | 8) | (58, 128 | 129)) {
+                sport = u16::from_be_bytes([l4[4], l4[5]]);
+            }
+        }
+        6 | 17 | 132 | 136 | 1 | 58 => return None, // too short for the key
+        _ if l4.len() >= 4 => {
+            sport = u16::from_be_bytes([l4[0], l4[1]]);
+            dport = u16::from_be_bytes([l4[2], l4[3]]);
+        }
+        _ => {}
+    }
+    let flags = if proto == 6 && l4.len() >= 14 {
+        l4[13]
+    } else {
+        0
+    };
+    let vlan = p.anno().u16(offsets::VLAN_TCI) & 0x0fff;
+    w[4] |= sport as u64 | (dport as u64) << 16 | (proto as u64) << 32 | (vlan as u64) << 48;
+    let f = Feat {
         ts: p.timestamp_ns(),
         len,
         tos,
         ttl,
         flags,
-    })
+    };
+    Some((w, f))
+}
+
+/// [`hash_key`] of a key in [`Words`] form (the same value).
+#[inline(always)]
+fn hash_words(w: &Words) -> u64 {
+    let a = w[1] ^ w[0].rotate_left(23);
+    let b = w[3] ^ w[2].rotate_left(41);
+    fold(
+        fold(a ^ 0x243f_6a88_85a3_08d3, b ^ 0x1319_8a2e_0370_7344),
+        w[4] ^ 0xa409_3822_299f_31d0,
+    )
+}
+
+/// The [`SlotKey`] of a key in [`Words`] form.
+fn unwords(w: &Words) -> SlotKey {
+    let bytes = |a: u64, b: u64| {
+        let mut x = [0u8; 16];
+        x[..8].copy_from_slice(&a.to_le_bytes());
+        x[8..].copy_from_slice(&b.to_le_bytes());
+        x
+    };
+    SlotKey {
+        key: FlowKey {
+            src: bytes(w[0], w[1]),
+            dst: bytes(w[2], w[3]),
+            sport: w[4] as u16,
+            dport: (w[4] >> 16) as u16,
+            proto: (w[4] >> 32) as u8,
+            version: (w[4] >> 40) as u8,
+        },
+        vlan: (w[4] >> 48) as u16,
+    }
+}
+
+/// Whether two keys in [`Words`] form are equal (branch-free).
+#[inline(always)]
+fn same(a: &Words, b: &Words) -> bool {
+    ((a[0] ^ b[0]) | (a[1] ^ b[1]) | (a[2] ^ b[2]) | (a[3] ^ b[3]) | (a[4] ^ b[4])) == 0
 }
 
 /// The microflow of one packet.
 #[inline]
-pub(crate) fn start(k: &Pkt) -> Direction {
+pub(crate) fn start(k: &Feat) -> Direction {
     Direction {
         packets: 1,
         bytes: k.len as u64,
@@ -259,7 +391,7 @@ pub(crate) fn start(k: &Pkt) -> Direction {
 
 /// Add a packet to a microflow (branch-light: selects only).
 #[inline(always)]
-fn update(d: &mut Direction, k: &Pkt) {
+fn update(d: &mut Direction, k: &Feat) {
     let gap = k.ts.saturating_sub(d.last_ns);
     let one = d.packets == 1;
     d.min_iat_ns = if one { gap } else { d.min_iat_ns.min(gap) };
@@ -276,7 +408,7 @@ fn update(d: &mut Direction, k: &Pkt) {
 }
 
 /// The straightforward update (`IMPL reference`).
-fn update_ref(d: &mut Direction, k: &Pkt) {
+fn update_ref(d: &mut Direction, k: &Feat) {
     let gap = k.ts.saturating_sub(d.last_ns);
     if d.packets == 1 {
         d.min_iat_ns = gap;
@@ -379,10 +511,10 @@ struct Stats {
 /// The fast implementation's table.
 struct Fast {
     tags: Vec<u32>,
-    keys: Vec<SlotKey>,
+    keys: Vec<Words>,
     cells: Vec<Cell>,
-    /// Per-batch scratch: parsed packets and their hashes (reused).
-    scratch: Vec<(Pkt, u64)>,
+    /// Per-batch scratch: keys, hashes and features (reused).
+    scratch: Vec<(Words, u64, Feat)>,
 }
 
 /// The reference implementation's table.
@@ -459,7 +591,7 @@ fn make(ctx: &ConfigureCtx<'_>) -> Result<Box<dyn Element>, Vec<String>> {
     let table = match imp.as_str() {
         "fast" => Table::Fast(Fast {
             tags: vec![0; nslots],
-            keys: vec![SlotKey::default(); nslots],
+            keys: vec![[0; 5]; nslots],
             cells: vec![Cell::default(); nslots],
             scratch: Vec::with_capacity(linerate_runtime::MAX_BATCH),
         }),
@@ -532,12 +664,12 @@ impl MicroflowTable {
 
     /// Pick the slot for `k` in its bucket: (slot, hit).
     #[inline(always)]
-    fn fast_slot(f: &Fast, b: usize, ways: usize, tag: u32, sk: &SlotKey) -> (usize, bool) {
+    fn fast_slot(f: &Fast, b: usize, ways: usize, tag: u32, k: &Words) -> (usize, bool) {
         if ways == 1 {
-            return (b, f.tags[b] == tag && f.keys[b] == *sk);
+            return (b, f.tags[b] == tag && same(&f.keys[b], k));
         }
         for w in 0..2 {
-            if f.tags[b + w] == tag && f.keys[b + w] == *sk {
+            if f.tags[b + w] == tag && same(&f.keys[b + w], k) {
                 return (b + w, true);
             }
         }
@@ -587,46 +719,42 @@ impl MicroflowTable {
                 f.scratch.clear();
                 let mut keyed = 0u64;
                 for p in batch.iter() {
-                    if let Some(k) = parse(p) {
-                        let h = hash_key(&k.key, k.vlan);
+                    if let Some((w, k)) = parse_words(p) {
+                        let h = hash_words(&w);
                         let b = bucket(h, nbuckets, ways);
                         prefetch(f.tags.as_ptr().wrapping_add(b));
                         prefetch(f.keys.as_ptr().wrapping_add(b));
                         prefetch(f.cells.as_ptr().wrapping_add(b));
-                        f.scratch.push((k, h));
+                        f.scratch.push((w, h, k));
                         keyed += 1;
                     }
                 }
                 self.sort_ignored(batch, keyed, nokey);
                 let scratch = std::mem::take(&mut f.scratch);
-                for (k, h) in &scratch {
+                for (w, h, k) in &scratch {
                     self.stats.now = self.stats.now.max(k.ts);
-                    let sk = SlotKey {
-                        key: k.key,
-                        vlan: k.vlan,
-                    };
                     let tag = tag_of(*h);
-                    let (i, hit) = Self::fast_slot(f, bucket(*h, nbuckets, ways), ways, tag, &sk);
+                    let (i, hit) = Self::fast_slot(f, bucket(*h, nbuckets, ways), ways, tag, w);
                     if hit {
                         if let Some(r) = rules.expired(&f.cells[i].0, k.ts) {
                             let d = f.cells[i].0;
-                            self.emit(out, sk, &d, r);
+                            self.emit(out, unwords(w), &d, r);
                             f.cells[i].0 = start(k);
                         } else {
                             update(&mut f.cells[i].0, k);
                         }
                     } else {
                         if f.tags[i] != 0 {
-                            let (ok, d) = (f.keys[i], f.cells[i].0);
+                            let (ok, d) = (unwords(&f.keys[i]), f.cells[i].0);
                             self.emit(out, ok, &d, end_reason::LACK_OF_RESOURCES);
                         }
                         f.tags[i] = tag;
-                        f.keys[i] = sk;
+                        f.keys[i] = *w;
                         f.cells[i].0 = start(k);
                     }
-                    if rules.tcpend && k.flags & 0x05 != 0 && k.key.proto == 6 {
+                    if rules.tcpend && k.flags & 0x05 != 0 && (w[4] >> 32) as u8 == 6 {
                         let d = f.cells[i].0;
-                        self.emit(out, sk, &d, end_reason::END_OF_FLOW);
+                        self.emit(out, unwords(w), &d, end_reason::END_OF_FLOW);
                         f.tags[i] = 0;
                     }
                 }
@@ -643,8 +771,8 @@ impl MicroflowTable {
                 }
                 self.sort_ignored(batch, keyed, nokey);
                 for k in parsed {
-                    if k.ts > self.stats.now {
-                        self.stats.now = k.ts;
+                    if k.f.ts > self.stats.now {
+                        self.stats.now = k.f.ts;
                     }
                     let sk = SlotKey {
                         key: k.key,
@@ -653,23 +781,23 @@ impl MicroflowTable {
                     let h = hash_key(&k.key, k.vlan);
                     let (i, hit) = Self::ref_slot(r, bucket(h, nbuckets, ways), ways, &sk);
                     match r.slots[i].take() {
-                        Some((ok, mut d)) if hit => match rules.expired(&d, k.ts) {
+                        Some((ok, mut d)) if hit => match rules.expired(&d, k.f.ts) {
                             Some(reason) => {
                                 self.emit(out, ok, &d, reason);
-                                r.slots[i] = Some((sk, start(&k)));
+                                r.slots[i] = Some((sk, start(&k.f)));
                             }
                             None => {
-                                update_ref(&mut d, &k);
+                                update_ref(&mut d, &k.f);
                                 r.slots[i] = Some((ok, d));
                             }
                         },
                         Some((ok, d)) => {
                             self.emit(out, ok, &d, end_reason::LACK_OF_RESOURCES);
-                            r.slots[i] = Some((sk, start(&k)));
+                            r.slots[i] = Some((sk, start(&k.f)));
                         }
-                        None => r.slots[i] = Some((sk, start(&k))),
+                        None => r.slots[i] = Some((sk, start(&k.f))),
                     }
-                    if rules.tcpend && k.key.proto == 6 && k.flags & 0x05 != 0 {
+                    if rules.tcpend && k.key.proto == 6 && k.f.flags & 0x05 != 0 {
                         if let Some((ok, d)) = r.slots[i].take() {
                             self.emit(out, ok, &d, end_reason::END_OF_FLOW);
                         }
@@ -706,7 +834,7 @@ impl MicroflowTable {
                     .then(|| {
                         self.rules.expired(&f.cells[i].0, now).map(|r| {
                             f.tags[i] = 0;
-                            (f.keys[i], f.cells[i].0, r)
+                            (unwords(&f.keys[i]), f.cells[i].0, r)
                         })
                     })
                     .flatten(),
@@ -738,7 +866,7 @@ impl MicroflowTable {
             let found = match &mut self.table {
                 Table::Fast(f) => (f.tags[i] != 0).then(|| {
                     f.tags[i] = 0;
-                    (f.keys[i], f.cells[i].0)
+                    (unwords(&f.keys[i]), f.cells[i].0)
                 }),
                 Table::Reference(t) => t.slots[i].take(),
             };
@@ -875,6 +1003,72 @@ impl Element for MicroflowTable {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    /// The [`Words`] form of a slot key (inverse of [`unwords`]).
+    fn words(k: &SlotKey) -> Words {
+        let w = |b: &[u8]| u64::from_le_bytes(b.try_into().unwrap());
+        [
+            w(&k.key.src[..8]),
+            w(&k.key.src[8..]),
+            w(&k.key.dst[..8]),
+            w(&k.key.dst[8..]),
+            k.key.sport as u64
+                | (k.key.dport as u64) << 16
+                | (k.key.proto as u64) << 32
+                | (k.key.version as u64) << 40
+                | (k.vlan as u64) << 48,
+        ]
+    }
+
+    proptest! {
+        /// The fast path's parser agrees with `parse` (the reference's) on
+        /// arbitrary bytes and header annotations: same packets rejected,
+        /// same key, hash and features.
+        #[test]
+        fn parse_words_equals_parse(
+            mut data in proptest::collection::vec(any::<u8>(), 0..120),
+            version in prop_oneof![Just(4u8), Just(6u8), any::<u8>()],
+            nh in proptest::option::of(0usize..24),
+            th in proptest::option::of(0usize..120),
+            proto in prop_oneof![Just(0u8), Just(1u8), Just(6u8), Just(17u8), Just(58u8), Just(132u8), Just(136u8), any::<u8>()],
+            frag in any::<bool>(),
+            vlan in any::<u16>(),
+            ts in any::<u64>(),
+        ) {
+            if let Some(o) = nh.filter(|&o| o < data.len()) {
+                data[o] = (version << 4) | (data[o] & 15);
+                if !frag && o + 8 <= data.len() {
+                    data[o + 6] &= 0xe0;
+                    data[o + 7] = 0;
+                }
+            }
+            let mut p = Packet::from_slice(&data);
+            if let Some(o) = nh {
+                p.set_network_header(o as isize);
+            }
+            if let Some(o) = th {
+                p.set_transport_header(o as isize);
+            }
+            p.set_timestamp_ns(ts);
+            p.anno_mut().set_u8(offsets::L4_PROTO, proto);
+            p.anno_mut().set_u16(offsets::VLAN_TCI, vlan);
+            match (parse(&p), parse_words(&p)) {
+                (None, None) => {}
+                (Some(k), Some((w, f))) => {
+                    let sk = SlotKey { key: k.key, vlan: k.vlan };
+                    prop_assert_eq!(words(&sk), w);
+                    prop_assert!(unwords(&w) == sk);
+                    prop_assert_eq!(hash_words(&w), hash_key(&k.key, k.vlan));
+                    prop_assert_eq!(
+                        (f.ts, f.len, f.tos, f.ttl, f.flags),
+                        (k.f.ts, k.f.len, k.f.tos, k.f.ttl, k.f.flags)
+                    );
+                }
+                (a, b) => prop_assert!(false, "parse {:?} vs parse_words {:?}", a.is_some(), b.is_some()),
+            }
+        }
+    }
 
     #[test]
     fn layout_and_round_trip() {

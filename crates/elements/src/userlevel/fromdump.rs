@@ -28,16 +28,20 @@
 //! - `MMAP` (boolean, default true): accepted for Click compatibility; files
 //!   are always memory-mapped when possible.
 //!
-//! In replicated mode (`--replicate`), each replica reads the file and keeps
-//! the packets whose flow hash falls to it (receive-side scaling), so every
-//! flow is processed on one thread.
+//! In replicated mode (`--replicate`), each replica gets the packets whose
+//! symmetric flow hash falls to it (receive-side scaling), in file order, so
+//! every flow (both directions) is processed on one thread. The file is
+//! mapped once and each record is read once, by whichever replica walks that
+//! part of the file (see Implementation).
 //!
 //! # Handlers
 //! - `count` (read): packets emitted.
 //! - `active` (read/write).
 //! - `encap` (read): the file's link type (`ETHER`, `IP`, `LINUX_SLL`, ...).
 //! - `filesize` (read): file size in bytes, or `-`.
-//! - `filepos` (read): position in the file, in bytes.
+//! - `filepos` (read): position in the file, in bytes (in replicated mode
+//!   replica 0 reports the shared position and the others 0, so the sum
+//!   over replicas is the position).
 //! - `sampling_prob` (read): the sampling probability.
 //! - `stop` (write): stop reading (and stop the driver if `STOP` is true).
 //!
@@ -58,6 +62,26 @@
 //! never outlive it, and dropping a packet never touches its data.
 //! Bad records end the file with an error message (the packets before them
 //! are delivered); the file is checked when the router is built.
+//!
+//! Replicated mode without `TIMING`, `SAMPLE`, `START`/`END`/`START_AFTER`/
+//! `END_AFTER`/`INTERVAL` shares one reader between the replicas (they are
+//! built one after the other on one thread, which hands the shared state
+//! from replica 0 to the others): a replica that runs out of packets takes
+//! the reader's lock and walks the next 2,048 records, computing each one's
+//! flow hash once and appending a small descriptor (offset, length,
+//! timestamp, hash, IP offset) to the share of the replica that owns it;
+//! the shares go to per-replica inboxes while the lock is held, so each
+//! replica receives its packets in file order. A replica keeps one chunk in
+//! hand and walks ahead (without waiting) when its inbox is empty, so it
+//! rarely waits for another's walk, and it stops walking ahead while another
+//! replica has 64 chunks queued. Page faults, record parsing and hashing are
+//! thus done once per record instead of once per replica; descriptors are
+//! reused chunk vectors (no allocation per packet). Each batch prefetches
+//! the first two cache lines of the next batch's frames, which the walk may
+//! have left in another core's cache. With those options, each
+//! replica reads the whole file and keeps its share (packet-time decisions
+//! then see every record, as with one thread). Owner of a hash `h` among `n`
+//! replicas: `(h * n) >> 32`.
 
 use linerate_io::pcap::{LinkKind, PcapReader};
 use linerate_runtime::anno::offsets;
@@ -66,6 +90,10 @@ use linerate_runtime::{
     MAX_BATCH,
 };
 use std::any::Any;
+use std::cell::RefCell;
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 /// The `FromDump` element class.
 pub const CLASS: ElementClass = ElementClass {
@@ -96,6 +124,8 @@ struct FromDump {
     push: bool,
     has_out1: bool,
     replica: (usize, usize),
+    /// The reader shared between replicas (replicated mode, see Implementation).
+    shared: Option<Replicated>,
     // Run state.
     count: u64,
     bytes: u64,
@@ -141,8 +171,26 @@ fn make(ctx: &ConfigureCtx<'_>) -> Result<Box<dyn Element>, Vec<String>> {
     if !errs.is_empty() {
         return Err(errs);
     }
+    let filename = filename.unwrap_or_default();
+    let per_record = timing
+        || sample < 1.0
+        || start.is_some()
+        || end.is_some()
+        || start_after.is_some()
+        || end_after.is_some()
+        || interval.is_some();
+    let shared = (ctx.replica.1 > 1 && !per_record && filename != "-")
+        .then(|| join_shared(ctx.name, &filename, ctx.replica))
+        .flatten()
+        .map(|shared| Replicated {
+            shared,
+            base: 0,
+            cur: Vec::new(),
+            pos: 0,
+            stopped: false,
+        });
     Ok(Box::new(FromDump {
-        filename: filename.unwrap_or_default(),
+        filename,
         reader: None,
         filesize: None,
         stop,
@@ -161,6 +209,7 @@ fn make(ctx: &ConfigureCtx<'_>) -> Result<Box<dyn Element>, Vec<String>> {
         push: ctx.output_is_push(0),
         has_out1: ctx.noutputs() > 1,
         replica: ctx.replica,
+        shared,
         count: 0,
         bytes: 0,
         first_ts: None,
@@ -215,32 +264,217 @@ fn ip_offset(k: LinkKind, d: &[u8]) -> Option<usize> {
     }
 }
 
-/// A symmetric flow hash over addresses and ports (both directions of a flow
-/// hash alike), for spreading flows over replicas. 0 for non-IP packets.
+/// A symmetric flow hash (both directions of a flow hash alike), for
+/// spreading flows over replicas: IPv4 addresses, protocol and TCP/UDP/SCTP
+/// ports; IPv6 addresses only, since extension headers (a fragment header,
+/// say) change the first next-header and hide the ports in some packets of
+/// a flow and not in others, which would split the flow. 0 for non-IP.
 fn flow_hash(d: &[u8], ip: Option<usize>) -> u32 {
     let Some(off) = ip else { return 0 };
     let ip = &d[off..];
-    let (addrs, proto, l4): (&[u8], u8, usize) = match ip[0] >> 4 {
-        4 if ip.len() >= 20 => (&ip[12..20], ip[9], ((ip[0] & 15) as usize) * 4),
-        6 if ip.len() >= 40 => (&ip[8..40], ip[6], 40),
+    let w4 = |b: &[u8]| u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as u64;
+    let w8 = |b: &[u8]| w4(b) | w4(&b[4..]) << 32;
+    // Symmetric in the two addresses (and the two ports): sums and xors.
+    let sym = |a: u64, b: u64| a.wrapping_add(b) ^ (a ^ b).rotate_left(29);
+    let mut h = match ip[0] >> 4 {
+        4 if ip.len() >= 20 => {
+            let mut h = sym(w4(&ip[12..16]), w4(&ip[16..20])) ^ (ip[9] as u64) << 56;
+            let l4 = ((ip[0] & 15) as usize) * 4;
+            if matches!(ip[9], 6 | 17 | 132) && ip.len() >= l4 + 4 {
+                let (sp, dp) = (
+                    u16::from_be_bytes([ip[l4], ip[l4 + 1]]) as u64,
+                    u16::from_be_bytes([ip[l4 + 2], ip[l4 + 3]]) as u64,
+                );
+                h ^= (sp + dp) << 33 ^ (sp ^ dp) << 17;
+            }
+            h
+        }
+        6 if ip.len() >= 40 => {
+            let fold = |a: &[u8]| w8(a) ^ w8(&a[8..]).rotate_left(23);
+            sym(fold(&ip[8..24]), fold(&ip[24..40]))
+        }
         _ => return 0,
     };
-    let half = addrs.len() / 2;
-    let mix = |b: &[u8]| {
-        b.iter()
-            .fold(0u64, |h, x| h.wrapping_mul(31).wrapping_add(*x as u64))
-    };
-    let (a, b) = (mix(&addrs[..half]), mix(&addrs[half..]));
-    let mut h = a.wrapping_add(b) ^ (a ^ b).rotate_left(17) ^ proto as u64;
-    if matches!(proto, 6 | 17 | 132) && ip.len() >= l4 + 4 {
-        let (sp, dp) = (
-            u16::from_be_bytes([ip[l4], ip[l4 + 1]]),
-            u16::from_be_bytes([ip[l4 + 2], ip[l4 + 3]]),
-        );
-        h ^= (sp as u64 + dp as u64) << 24 ^ (sp ^ dp) as u64;
-    }
     h = (h ^ (h >> 33)).wrapping_mul(0xff51_afd7_ed55_8ccd);
-    ((h ^ (h >> 29)) as u32) | 1
+    h = (h ^ (h >> 29)).wrapping_mul(0xc4ce_b9fe_1a85_ec53);
+    ((h ^ (h >> 32)) as u32) | 1
+}
+
+/// The replica (of `n`) that owns flow hash `h`: multiply-shift on the
+/// hash's high bits (its low bit is always 1, so `h % n` would not spread).
+#[inline]
+fn owner(h: u32, n: usize) -> usize {
+    ((h as u64 * n as u64) >> 32) as usize
+}
+
+/// Records walked per turn in shared replicated mode.
+const WALK: usize = 2048;
+/// A replica stops walking ahead while another has this many chunks queued.
+const INBOX_MAX: usize = 64;
+/// `Desc::ip` for a record without an IP header.
+const NO_IP: u16 = u16::MAX;
+
+/// One record as the shared walker hands it to the replica that owns it.
+#[derive(Clone, Copy)]
+struct Desc {
+    /// Offset of the data in the reader's mapping.
+    off: usize,
+    len: u32,
+    extra: u32,
+    ts: u64,
+    hash: u32,
+    /// Offset of the IP header, or [`NO_IP`].
+    ip: u16,
+    /// A raw-IP link type (the network header is set as without replicas).
+    raw: bool,
+}
+
+/// The reader and the per-replica shares of the walk in progress.
+struct Walker {
+    reader: PcapReader,
+    shares: Vec<Vec<Desc>>,
+}
+
+/// What the replicas of one `FromDump` share (see Implementation).
+struct Shared {
+    walker: Mutex<Option<Walker>>,
+    inbox: Vec<Mutex<VecDeque<Vec<Desc>>>>,
+    spare: Mutex<Vec<Vec<Desc>>>,
+    /// Set (after the last chunk was queued) when the file has ended.
+    eof: AtomicBool,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl Shared {
+    fn new(n: usize) -> Shared {
+        Shared {
+            walker: Mutex::new(None),
+            inbox: (0..n).map(|_| Mutex::new(VecDeque::new())).collect(),
+            spare: Mutex::new(Vec::new()),
+            eof: AtomicBool::new(false),
+        }
+    }
+
+    fn pop(&self, r: usize) -> Option<Vec<Desc>> {
+        lock(&self.inbox[r]).pop_front()
+    }
+
+    fn queued(&self, r: usize) -> usize {
+        lock(&self.inbox[r]).len()
+    }
+
+    /// Walk the next [`WALK`] records (the walker's lock held) and queue
+    /// each replica's share. Returns a read error to report, if any.
+    fn walk(&self, w: &mut Walker) -> Option<String> {
+        let n = self.inbox.len();
+        let Walker { reader, shares } = w;
+        for s in shares.iter_mut() {
+            if s.capacity() == 0 {
+                *s = lock(&self.spare)
+                    .pop()
+                    .unwrap_or_else(|| Vec::with_capacity(WALK));
+            }
+        }
+        let base = reader.data_base().as_ptr() as usize;
+        let mut err = None;
+        let mut end = false;
+        for _ in 0..WALK {
+            let rec = match reader.next_record() {
+                Some(Ok(r)) => r,
+                Some(Err(e)) => {
+                    err = Some(e.to_string());
+                    end = true;
+                    break;
+                }
+                None => {
+                    end = true;
+                    break;
+                }
+            };
+            let kind = rec.link_type.kind();
+            // (An IP header past 64 KiB, behind thousands of VLAN tags in
+            // a crafted file, is treated as no IP header.)
+            let ip = ip_offset(kind, rec.data).filter(|&o| o < NO_IP as usize);
+            let hash = flow_hash(rec.data, ip);
+            shares[owner(hash, n)].push(Desc {
+                off: rec.data.as_ptr() as usize - base,
+                len: rec.data.len() as u32,
+                extra: rec.orig_len.saturating_sub(rec.data.len() as u32),
+                ts: rec.ts_ns,
+                hash,
+                ip: ip.map_or(NO_IP, |o| o as u16),
+                raw: matches!(kind, LinkKind::RawIp | LinkKind::Ipv4 | LinkKind::Ipv6),
+            });
+        }
+        for (r, s) in shares.iter_mut().enumerate() {
+            if !s.is_empty() {
+                lock(&self.inbox[r]).push_back(std::mem::take(s));
+            }
+        }
+        if end {
+            self.eof.store(true, Ordering::Release);
+        }
+        err
+    }
+}
+
+#[inline(always)]
+fn prefetch(p: *const u8) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: prefetching never faults, whatever the address.
+    unsafe {
+        std::arch::x86_64::_mm_prefetch(p as *const i8, std::arch::x86_64::_MM_HINT_T0);
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
+}
+
+/// A replica's end of the shared reader.
+struct Replicated {
+    shared: Arc<Shared>,
+    /// Base address of the mapping (set by `initialize`).
+    base: usize,
+    cur: Vec<Desc>,
+    pos: usize,
+    stopped: bool,
+}
+
+/// A shared reader being built: element name, file, replica count.
+type Building = (String, String, usize, Arc<Shared>);
+
+thread_local! {
+    /// Shared readers being built: replica 0 leaves one here (keyed by
+    /// element name, file and replica count) for the replicas built after
+    /// it on the same thread; the last one takes it away.
+    static BUILDING: RefCell<Vec<Building>> =
+        const { RefCell::new(Vec::new()) };
+}
+
+/// The shared reader of replica `r` of `n` of element `name` reading `file`.
+fn join_shared(name: &str, file: &str, (r, n): (usize, usize)) -> Option<Arc<Shared>> {
+    BUILDING.with(|b| {
+        let mut b = b.borrow_mut();
+        let i = b
+            .iter()
+            .position(|(e, f, k, _)| e == name && f == file && *k == n);
+        if r == 0 {
+            let s = Arc::new(Shared::new(n));
+            match i {
+                Some(i) => b[i].3 = s.clone(),
+                None => b.push((name.to_string(), file.to_string(), n, s.clone())),
+            }
+            return Some(s);
+        }
+        let i = i?;
+        let s = b[i].3.clone();
+        if r + 1 == n {
+            b.swap_remove(i);
+        }
+        Some(s)
+    })
 }
 
 fn encap_name(k: LinkKind) -> &'static str {
@@ -333,7 +567,7 @@ impl FromDump {
             let mut hash = 0;
             if self.replica.1 > 1 {
                 hash = flow_hash(rec.data, ip);
-                if (hash as usize) % self.replica.1 != self.replica.0 {
+                if owner(hash, self.replica.1) != self.replica.0 {
                     continue;
                 }
             }
@@ -350,7 +584,11 @@ impl FromDump {
                 offsets::EXTRA_LENGTH,
                 rec.orig_len.saturating_sub(rec.data.len() as u32),
             );
-            if let Some(off) = ip {
+            // Without FORCE_IP, only raw-IP link types get the network
+            // header, with or without replicas (the parser downstream then
+            // sees the same packets either way).
+            let raw = matches!(kind, LinkKind::RawIp | LinkKind::Ipv4 | LinkKind::Ipv6);
+            if let Some(off) = ip.filter(|_| self.force_ip || raw) {
                 p.set_network_header(off as isize);
             }
             self.first_emitted.get_or_insert(rec.ts_ns);
@@ -452,9 +690,134 @@ impl FromDump {
         (!out.is_empty()).then_some(out)
     }
 
+    /// Replicated mode with a shared reader: the next chunk of this
+    /// replica's share, walking the file if it has none queued. False at
+    /// the end of the file, after a `stop`, or while another replica lags
+    /// [`INBOX_MAX`] chunks behind (no packets for now).
+    fn next_chunk(&mut self, ctx: &mut Ctx<'_>) -> bool {
+        let r = self.replica.0;
+        let Some(rep) = self.shared.as_mut() else {
+            return false;
+        };
+        let sh = rep.shared.clone();
+        if rep.cur.capacity() > 0 {
+            rep.cur.clear();
+            lock(&sh.spare).push(std::mem::take(&mut rep.cur));
+        }
+        rep.pos = 0;
+        let mut err = None;
+        let got = loop {
+            if rep.stopped {
+                break false;
+            }
+            let eof = sh.eof.load(Ordering::Acquire);
+            if let Some(c) = sh.pop(r) {
+                rep.cur = c;
+                // Walk ahead while nobody else is walking, so the next
+                // chunk is ready when this one is done.
+                if !eof && sh.queued(r) == 0 {
+                    if let Ok(mut g) = sh.walker.try_lock() {
+                        if let Some(w) = g.as_mut() {
+                            err = sh.walk(w);
+                        }
+                    }
+                }
+                break true;
+            }
+            if eof {
+                break false;
+            }
+            if (0..sh.inbox.len()).any(|o| o != r && sh.queued(o) >= INBOX_MAX) {
+                // Another replica lags behind: let it catch up.
+                return false;
+            }
+            let mut g = lock(&sh.walker);
+            if sh.queued(r) == 0 && !sh.eof.load(Ordering::Acquire) {
+                match g.as_mut() {
+                    Some(w) => err = sh.walk(w),
+                    None => break false,
+                }
+            }
+        };
+        if let Some(e) = err {
+            if !std::mem::replace(&mut self.error_reported, true) {
+                eprintln!("{}: {}", self.filename, e);
+            }
+        }
+        if !got {
+            self.finish(ctx);
+        }
+        got
+    }
+
+    /// Replicated mode with a shared reader: up to `max` packets of this
+    /// replica's share, with the flow-hash and (for IP) network header
+    /// annotations.
+    fn fill_shared(&mut self, max: usize, ctx: &mut Ctx<'_>) -> Option<Batch> {
+        let have = self
+            .shared
+            .as_ref()
+            .is_some_and(|rep| rep.pos < rep.cur.len());
+        if !have && !self.next_chunk(ctx) {
+            return None;
+        }
+        let rep = self.shared.as_mut()?;
+        let max = max.min(MAX_BATCH);
+        let take = &rep.cur[rep.pos..rep.cur.len().min(rep.pos + max)];
+        rep.pos += take.len();
+        let base = rep.base;
+        let mut out = Batch::new();
+        let v = out.vec_mut();
+        let mut it = take.iter();
+        let mut bytes = 0u64;
+        // SAFETY: the closure allocates only through the pool; every
+        // descriptor points into the shared reader's mapping, which lives as
+        // long as the replicas' elements (see the module documentation).
+        unsafe {
+            linerate_runtime::packet::with_pool(|pool| {
+                pool.views_from(max, v, || {
+                    it.next().map(|d| {
+                        bytes += d.len as u64;
+                        ((base + d.off) as *const u8, d.len as usize, d.ts, d.extra)
+                    })
+                })
+            })
+        };
+        // The next batch's frames were walked (read) by whichever replica
+        // walked their chunk, maybe another core: start fetching their first
+        // lines now, so the parser downstream finds them in cache next time.
+        for d in &rep.cur[rep.pos..rep.cur.len().min(rep.pos + max)] {
+            let p = (base + d.off) as *const u8;
+            prefetch(p);
+            prefetch(p.wrapping_add(63));
+        }
+        let mut non_ip = Batch::new();
+        for (p, d) in v.iter_mut().zip(take) {
+            p.anno_mut().flow_hash = d.hash;
+            if d.ip != NO_IP && (d.raw || self.force_ip) {
+                p.set_network_header(d.ip as isize);
+            }
+        }
+        if self.force_ip && take.iter().any(|d| d.ip == NO_IP) {
+            for d in take.iter().filter(|d| d.ip == NO_IP) {
+                bytes -= d.len as u64;
+            }
+            non_ip.append(out.split_off_if(|p| p.network_header_offset().is_none()));
+        }
+        self.bytes += bytes;
+        self.count += out.len() as u64;
+        if self.has_out1 {
+            ctx.push(1, non_ip);
+        }
+        (!out.is_empty()).then_some(out)
+    }
+
     fn fill(&mut self, max: usize, ctx: &mut Ctx<'_>) -> Option<Batch> {
         if !self.active || self.done {
             return None;
+        }
+        if self.shared.is_some() {
+            return self.fill_shared(max, ctx);
         }
         if self.plain() {
             return self.fill_plain(max, ctx);
@@ -489,10 +852,22 @@ impl FromDump {
 
 impl Element for FromDump {
     fn initialize(&mut self, _ctx: &mut InitCtx<'_>) -> Result<(), String> {
-        let r = PcapReader::open(&self.filename).map_err(|e| e.to_string())?;
         self.filesize = (self.filename != "-")
             .then(|| std::fs::metadata(&self.filename).map(|m| m.len()).ok())
             .flatten();
+        if let Some(rep) = self.shared.as_mut() {
+            let mut g = lock(&rep.shared.walker);
+            if g.is_none() {
+                let reader = PcapReader::open(&self.filename).map_err(|e| e.to_string())?;
+                let shares = vec![Vec::new(); rep.shared.inbox.len()];
+                *g = Some(Walker { reader, shares });
+            }
+            rep.base = g
+                .as_ref()
+                .map_or(0, |w| w.reader.data_base().as_ptr() as usize);
+            return Ok(());
+        }
+        let r = PcapReader::open(&self.filename).map_err(|e| e.to_string())?;
         self.reader = Some(r);
         Ok(())
     }
@@ -527,22 +902,29 @@ impl Element for FromDump {
         Some(match name {
             "count" => self.count.to_string(),
             "active" => self.active.to_string(),
-            "encap" => self
-                .reader
-                .as_ref()
-                .map(|r| encap_name(r.link_type().kind()))
-                .unwrap_or("UNKNOWN")
-                .to_string(),
+            "encap" => match &self.shared {
+                Some(rep) => lock(&rep.shared.walker)
+                    .as_ref()
+                    .map(|w| encap_name(w.reader.link_type().kind())),
+                None => self
+                    .reader
+                    .as_ref()
+                    .map(|r| encap_name(r.link_type().kind())),
+            }
+            .unwrap_or("UNKNOWN")
+            .to_string(),
             "filesize" => self
                 .filesize
                 .map(|s| s.to_string())
                 .unwrap_or_else(|| "-".into()),
-            "filepos" => self
-                .reader
-                .as_ref()
-                .map(|r| r.position())
-                .unwrap_or(0)
-                .to_string(),
+            "filepos" => match &self.shared {
+                Some(rep) if self.replica.0 == 0 => lock(&rep.shared.walker)
+                    .as_ref()
+                    .map_or(0, |w| w.reader.position()),
+                Some(_) => 0,
+                None => self.reader.as_ref().map_or(0, |r| r.position()),
+            }
+            .to_string(),
             "sampling_prob" => self.sample.to_string(),
             _ => return None,
         })
@@ -553,6 +935,9 @@ impl Element for FromDump {
             "active" => crate::parse_value::<bool>(value).map(|v| self.active = v),
             "stop" => {
                 self.reader = None;
+                if let Some(rep) = self.shared.as_mut() {
+                    rep.stopped = true;
+                }
                 Ok(())
             }
             _ => return None,

@@ -79,7 +79,8 @@
 //! elements.
 
 use super::core::{Dataplane, Verdict, DROP_NAMES, SCMP_CODES};
-use super::mac::{cmac_reference, HopMac};
+use super::fastpath::FastPath;
+use super::mac::cmac_reference;
 use super::topology::{LinkType, Topology};
 use linerate_args::Timestamp;
 use linerate_runtime::time::system_now_ns;
@@ -103,8 +104,7 @@ pub(crate) struct SCIONRouter {
     fixed_now: bool,
     reference: bool,
     handlers: &'static [HandlerSpec],
-    plans: Vec<super::core::Plan>,
-    blocks: Vec<[u8; 16]>,
+    fast: FastPath,
 }
 
 fn make(ctx: &ConfigureCtx<'_>) -> Result<Box<dyn Element>, Vec<String>> {
@@ -166,56 +166,34 @@ impl SCIONRouter {
             }
         }
         Ok(SCIONRouter {
+            fast: FastPath::new(&dp),
             dp,
             fixed_now: now.is_some(),
             reference,
             // Handler names depend on the topology; the list lives as long
             // as the process (one per configured router).
             handlers: Box::leak(h.into_boxed_slice()),
-            plans: Vec::new(),
-            blocks: Vec::new(),
         })
     }
 
-    fn process(&mut self, batch: Batch, outs: &mut [Batch; 3]) {
-        if self.reference {
-            for mut p in batch {
-                let plan = self.dp.stage1(p.data());
-                let mut macs = [[0u8; 16]; 2];
-                let n = usize::from(plan.nmacs);
-                for (m, b) in macs.iter_mut().zip(&plan.blocks).take(n) {
-                    *m = cmac_reference(self.dp.key(), b);
-                }
-                let (v, r) = self
-                    .dp
-                    .finish(&mut p, &plan, &macs[..usize::from(plan.nmacs)]);
-                route(p, outs, v, r);
-            }
-            return;
+    fn process(&mut self, batch: Batch) -> [Batch; 3] {
+        if !self.reference {
+            return self.fast.process(&mut self.dp, batch);
         }
-        self.plans.clear();
-        self.blocks.clear();
-        for p in batch.iter() {
+        let mut outs = [Batch::new(), Batch::new(), Batch::new()];
+        for mut p in batch {
             let plan = self.dp.stage1(p.data());
-            let m: &HopMac = self.dp.hop_mac();
-            for b in &plan.blocks[..usize::from(plan.nmacs)] {
-                self.blocks.push(m.prepare(b));
-            }
-            self.plans.push(plan);
-        }
-        self.dp.hop_mac().finish_blocks(&mut self.blocks);
-        let mut k = 0;
-        for (i, mut p) in batch.into_iter().enumerate() {
-            let plan = &self.plans[i];
-            let n = usize::from(plan.nmacs);
             let mut macs = [[0u8; 16]; 2];
-            for (j, m) in macs.iter_mut().enumerate().take(n) {
-                *m = self.blocks[k + j];
+            let n = usize::from(plan.nmacs);
+            for (m, b) in macs.iter_mut().zip(&plan.blocks).take(n) {
+                *m = cmac_reference(self.dp.key(), b);
             }
-            k += n;
-            let (v, r) = self.dp.finish(&mut p, plan, &macs[..n]);
-            route(p, outs, v, r);
+            let (v, r) = self
+                .dp
+                .finish(&mut p, &plan, &macs[..usize::from(plan.nmacs)]);
+            route(p, &mut outs, v, r);
         }
+        outs
     }
 }
 
@@ -252,9 +230,7 @@ impl Element for SCIONRouter {
         if !self.fixed_now {
             self.dp.now_ns = system_now_ns();
         }
-        let mut outs = [Batch::new(), Batch::new(), Batch::new()];
-        self.process(batch, &mut outs);
-        let [o0, o1, o2] = outs;
+        let [o0, o1, o2] = self.process(batch);
         if !o0.is_empty() {
             ctx.push(0, o0);
         }
@@ -270,9 +246,7 @@ impl Element for SCIONRouter {
         if !self.fixed_now {
             self.dp.now_ns = system_now_ns();
         }
-        let mut outs = [Batch::new(), Batch::new(), Batch::new()];
-        self.process(batch, &mut outs);
-        let [o0, o1, o2] = outs;
+        let [o0, o1, o2] = self.process(batch);
         if !o1.is_empty() && ctx.noutputs() > 1 {
             ctx.push(1, o1);
         }

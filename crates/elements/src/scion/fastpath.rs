@@ -27,9 +27,12 @@
 //! the general pipeline gives it (the differential tests compare both).
 
 use super::core::{ends_sum, fold, pair_ok, write_underlay, Dataplane, Ep, Plan, Stats, Verdict};
-use super::mac::mac_input;
+use super::mac::{mac_input, HopMac};
+use super::topology::LinkType;
 use linerate_runtime::{Batch, Packet};
-use linerate_wire::scion::path::{self, Meta, HOP_LEN, INFO_LEN, MAX_HOPS};
+use linerate_wire::scion::path::{
+    HOP_EGRESS_ALERT, HOP_INGRESS_ALERT, HOP_LEN, INFO_CONS_DIR, INFO_LEN, INFO_PEER, MAX_HOPS,
+};
 use linerate_wire::scion::{path_type, proto};
 
 /// Offset of the IPv4 header.
@@ -38,13 +41,19 @@ const IP: usize = 14;
 const UDP: usize = 34;
 /// Offset of the SCION header.
 const SO: usize = 42;
+/// Frames per pass: the records and MAC blocks of a chunk stay in L1.
+const CHUNK: usize = 64;
+/// `by_ifid` entry of an unknown interface.
+const NO_IF: u8 = 0xff;
+/// The 48 bits of a hop MAC in a little-endian `u64`.
+const MAC_MASK: u64 = 0xffff_ffff_ffff;
 
 /// What pass 1 learnt about a frame on the fast route.
 #[derive(Debug, Clone, Copy, Default)]
 struct Rec {
     /// Expected MACs (6 bytes, little-endian).
     exp: [u64; 2],
-    /// `!UDP checksum + !sum(old addresses and ports)`, the received part
+    /// `!UDP checksum + !sum(old addresses and ports)`: the received part
     /// of the checksum adjustment.
     csum_base: u32,
     /// PathMeta to write (the received word when it does not change).
@@ -72,60 +81,85 @@ struct Link {
     idx: u8,
 }
 
-/// The underlay the fast path writes for an egress interface.
+/// What the fast path needs of an interface.
 #[derive(Debug, Clone, Copy)]
-struct Out {
-    /// Ethernet, IPv4 and UDP headers with zero lengths and checksums.
+struct If {
+    ifid: u16,
+    /// `LinkType` as 0 to 3.
+    link: u8,
+    ours: bool,
+    /// Whether frames to it go over IPv4 (else: general pipeline).
+    v4: bool,
+    /// Ethernet, IPv4 and UDP headers of frames sent to it, with zero
+    /// lengths and checksums.
     hdr: [u8; SO],
     /// IPv4 header sum without the total length.
     ip_sum: u32,
     /// Sum of the new addresses and ports (UDP pseudo-header).
     ends: u32,
-    /// Whether the interface is reached over IPv4 (else: general path).
-    v4: bool,
 }
 
-/// The fast path's tables and per-batch scratch (reused: no allocation once
-/// the largest batch has been seen).
-pub struct FastPath {
+/// Read-only tables.
+struct Tables {
+    ia: u64,
     links: Vec<Link>,
-    outs: Vec<Out>,
-    recs: Vec<Rec>,
-    blocks: Vec<[u8; 16]>,
+    ifs: Vec<If>,
+    by_ifid: Box<[u8; 65536]>,
+    /// Bit `xover << 4 | from << 2 | to`: the link-type pair is allowed
+    /// (§9.3 step 15).
+    pairs: u32,
+}
+
+/// Per-chunk scratch, reused.
+struct Scratch {
+    recs: [Rec; CHUNK],
+    blocks: [[u8; 16]; 2 * CHUNK],
     plans: Vec<Plan>,
     ports: Vec<u8>,
 }
 
-#[inline]
+/// The fast path's tables and scratch (no allocation once the largest
+/// batch has been seen).
+pub struct FastPath {
+    t: Tables,
+    s: Box<Scratch>,
+}
+
+#[inline(always)]
 fn be16(b: &[u8], o: usize) -> u16 {
     u16::from_be_bytes([b[o], b[o + 1]])
 }
 
-#[inline]
+#[inline(always)]
 fn be32(b: &[u8], o: usize) -> u32 {
     u32::from_be_bytes([b[o], b[o + 1], b[o + 2], b[o + 3]])
 }
 
-#[inline]
-fn be64(b: &[u8], o: usize) -> u64 {
-    let mut a = [0u8; 8];
-    a.copy_from_slice(&b[o..o + 8]);
-    u64::from_be_bytes(a)
+/// `N` bytes at `o`, if there.
+#[inline(always)]
+fn arr<const N: usize>(b: &[u8], o: usize) -> Option<&[u8; N]> {
+    b.get(o..)?.first_chunk()
 }
 
-/// The 6-byte MAC at `o`, little-endian.
-#[inline]
-fn mac48(b: &[u8], o: usize) -> u64 {
-    let m = &b[o..o + 6];
-    u64::from_le_bytes([m[0], m[1], m[2], m[3], m[4], m[5], 0, 0])
+/// The 6-byte MAC of a hop field, little-endian.
+#[inline(always)]
+fn hop_mac(h: &[u8; HOP_LEN]) -> u64 {
+    u64::from_le_bytes([h[6], h[7], h[8], h[9], h[10], h[11], 0, 0])
 }
 
 /// Sum of an IPv4 address as [`ends_sum`] counts it (IPv4-mapped: the
 /// 0xffff word included).
-#[inline]
+#[inline(always)]
 fn v4_sum(a: u32) -> u32 {
     0xffff + (a >> 16) + (a & 0xffff)
 }
+
+const LINKS: [LinkType; 4] = [
+    LinkType::Core,
+    LinkType::Parent,
+    LinkType::Child,
+    LinkType::Peer,
+];
 
 impl FastPath {
     /// The tables for a data plane.
@@ -145,30 +179,53 @@ impl FastPath {
                 idx: i as u8,
             })
             .collect();
-        let outs = dp
+        let mut by_ifid = Box::new([NO_IF; 65536]);
+        let ifs = dp
             .ifaces
             .iter()
-            .map(|f| {
+            .enumerate()
+            .map(|(i, f)| {
+                by_ifid[usize::from(f.ifid)] = i as u8;
                 let mut hdr = [0u8; SO];
                 if f.dst.v4 {
                     write_underlay(&mut hdr, &f.src, &f.dst, 0, Some(0));
                 }
                 let v4 = |a: &[u8; 16]| u32::from(be16(a, 12)) + u32::from(be16(a, 14));
-                Out {
+                If {
+                    ifid: f.ifid,
+                    link: f.link_to as u8,
+                    ours: f.ours,
+                    v4: f.dst.v4,
                     hdr,
                     ip_sum: 0x4500 + 0x4000 + 0x4011 + v4(&f.src.ip) + v4(&f.dst.ip),
                     ends: ends_sum(&f.src, &f.dst),
-                    v4: f.dst.v4,
                 }
             })
             .collect();
+        let mut pairs = 0;
+        for x in [false, true] {
+            for a in LINKS {
+                for b in LINKS {
+                    if pair_ok(a, b, x) {
+                        pairs |= 1 << (u32::from(x) << 4 | (a as u32) << 2 | b as u32);
+                    }
+                }
+            }
+        }
         FastPath {
-            links,
-            outs,
-            recs: Vec::new(),
-            blocks: Vec::new(),
-            plans: Vec::new(),
-            ports: Vec::new(),
+            t: Tables {
+                ia: dp.ia.0,
+                links,
+                ifs,
+                by_ifid,
+                pairs,
+            },
+            s: Box::new(Scratch {
+                recs: [Rec::default(); CHUNK],
+                blocks: [[0; 16]; 2 * CHUNK],
+                plans: Vec::new(),
+                ports: Vec::new(),
+            }),
         }
     }
 
@@ -177,53 +234,61 @@ impl FastPath {
     /// (dropped), in arrival order; when every frame is sent, output 0 is
     /// the input batch itself.
     pub fn process(&mut self, dp: &mut Dataplane, mut batch: Batch) -> [Batch; 3] {
-        self.recs.clear();
-        self.blocks.clear();
-        self.plans.clear();
-        self.ports.clear();
-        for p in batch.iter() {
-            let rec = match self.classify(dp, p.data()) {
-                Some((rec, b)) => {
-                    for x in &b[..usize::from(rec.nmacs)] {
-                        self.blocks.push(dp.hop_mac().prepare(x));
-                    }
-                    rec
-                }
-                None => {
-                    let plan = dp.stage1(p.data());
+        let (t, s) = (&self.t, &mut *self.s);
+        s.ports.clear();
+        let mut others = 0usize;
+        let n = batch.len();
+        let mut a = 0;
+        while a < n {
+            let b = (a + CHUNK).min(n);
+            // Pass 1: records and MAC blocks.
+            s.plans.clear();
+            let mut nb = 0;
+            let mac: &HopMac = dp.hop_mac();
+            for (rec, p) in s.recs.iter_mut().zip(&batch.as_slice()[a..b]) {
+                let f = p.data();
+                if let Some(bl) = t.classify(dp, f, rec) {
+                    s.blocks[nb] = mac.prepare(&bl[0]);
+                    s.blocks[nb + 1] = mac.prepare(&bl[1]);
+                    nb += usize::from(rec.nmacs);
+                } else {
+                    rec.nmacs = 0;
+                    let plan = dp.stage1(f);
                     for x in &plan.blocks[..usize::from(plan.nmacs)] {
-                        self.blocks.push(dp.hop_mac().prepare(x));
+                        s.blocks[nb] = mac.prepare(x);
+                        nb += 1;
                     }
-                    self.plans.push(plan);
-                    Rec::default()
+                    s.plans.push(plan);
                 }
-            };
-            self.recs.push(rec);
-        }
-        dp.hop_mac().finish_blocks(&mut self.blocks);
-        let (mut k, mut g, mut others) = (0, 0, 0usize);
-        for (p, rec) in batch.as_mut_slice().iter_mut().zip(&self.recs) {
-            let port = if rec.nmacs > 0 {
-                let n = usize::from(rec.nmacs);
-                let port = self.apply(dp, p, rec, &self.blocks[k..k + n]);
-                k += n;
-                port
-            } else {
-                let plan = &self.plans[g];
-                g += 1;
-                let n = usize::from(plan.nmacs);
-                let port = finish(dp, p, plan, &self.blocks[k..k + n]);
-                k += n;
-                port
-            };
-            others += usize::from(port != 0);
-            self.ports.push(port);
+            }
+            // Pass 2: every MAC of the chunk in one call.
+            mac.finish_blocks(&mut s.blocks[..nb]);
+            // Pass 3: verdicts and rewrites.
+            let (mut k, mut g) = (0, 0);
+            for (rec, p) in s.recs.iter().zip(&mut batch.as_mut_slice()[a..b]) {
+                let port = if rec.nmacs > 0 {
+                    let n = usize::from(rec.nmacs);
+                    let port = t.apply(dp, p, rec, &s.blocks[k..k + n]);
+                    k += n;
+                    port
+                } else {
+                    let plan = &s.plans[g];
+                    g += 1;
+                    let n = usize::from(plan.nmacs);
+                    let port = finish(dp, p, plan, &s.blocks[k..k + n]);
+                    k += n;
+                    port
+                };
+                others += usize::from(port != 0);
+                s.ports.push(port);
+            }
+            a = b;
         }
         let mut outs = [Batch::new(), Batch::new(), Batch::new()];
         if others == 0 {
             outs[0] = batch;
         } else {
-            for (p, &port) in batch.drain().zip(&self.ports) {
+            for (p, &port) in batch.drain().zip(&s.ports) {
                 if let Some(o) = outs.get_mut(usize::from(port)) {
                     o.push(p);
                 }
@@ -231,114 +296,125 @@ impl FastPath {
         }
         outs
     }
+}
 
-    /// Pass 1 for one frame: its record and prepared MAC blocks if it is on
-    /// the fast route (see the module documentation), else `None`.
-    #[inline]
-    fn classify(&self, dp: &Dataplane, f: &[u8]) -> Option<(Rec, [[u8; 16]; 2])> {
-        use path::{HOP_EGRESS_ALERT, HOP_INGRESS_ALERT, INFO_CONS_DIR, INFO_PEER};
-        // Underlay: Ethernet, IPv4 without options, not fragmented, UDP.
-        if f.len() < SO || be16(f, 12) != 0x0800 || f[IP] != 0x45 || f[IP + 9] != 17 {
+impl Tables {
+    /// Pass 1 for one frame: fills `rec` and returns the MAC input blocks
+    /// if the frame is on the fast route (see the module documentation),
+    /// else `None`.
+    #[inline(always)]
+    fn classify(&self, dp: &Dataplane, f: &[u8], rec: &mut Rec) -> Option<[[u8; 16]; 2]> {
+        // Underlay: Ethernet, IPv4 without options, not fragmented, UDP
+        // with a checksum.
+        let u: &[u8; SO] = f.first_chunk()?;
+        let tl = usize::from(be16(u, IP + 2));
+        let ulen = usize::from(be16(u, UDP + 4));
+        let old_csum = be16(u, UDP + 6);
+        if be16(u, 12) != 0x0800
+            || u[IP] != 0x45
+            || u[IP + 9] != 17
+            || be16(u, IP + 6) & 0x3fff != 0
+            || tl < 28
+            || tl > f.len() - IP
+            || ulen < 8
+            || UDP + ulen > IP + tl
+            || old_csum == 0
+        {
             return None;
         }
-        let tl = usize::from(be16(f, IP + 2));
-        let ulen = usize::from(be16(f, UDP + 4));
-        if tl < 28 || tl > f.len() - IP || be16(f, IP + 6) & 0x3fff != 0 {
-            return None;
-        }
-        if ulen < 8 || UDP + ulen > IP + tl {
-            return None;
-        }
-        let src_ip = be32(f, IP + 12);
-        let dst_ip = be32(f, IP + 16);
-        let (sport, dport) = (be16(f, UDP), be16(f, UDP + 2));
-        let old_csum = be16(f, UDP + 6);
-        if old_csum == 0 {
-            return None;
-        }
+        let src_ip = be32(u, IP + 12);
+        let dst_ip = be32(u, IP + 16);
+        let (sport, dport) = (be16(u, UDP), be16(u, UDP + 2));
         let local = u64::from(dst_ip) << 16 | u64::from(dport);
         let remote = u64::from(src_ip) << 16 | u64::from(sport);
-        let ingress = usize::from(
-            self.links
-                .iter()
-                .find(|l| l.local == local && l.remote == remote)?
-                .idx,
-        );
-        let in_if = &dp.ifaces[ingress];
-        // SCION common and address header; a standard path right after
+        let ingress = self
+            .links
+            .iter()
+            .find(|l| l.local == local && l.remote == remote)?
+            .idx;
+        let in_if = self.ifs.get(usize::from(ingress))?;
+        // SCION common and address header, a standard path right after
         // them, no extension header.
-        let s = &f[SO..SO + ulen - 8];
-        if s.len() < 28 {
+        let s = f.get(SO..UDP + ulen)?;
+        let c: &[u8; 28] = s.first_chunk()?;
+        let hlen = usize::from(c[5]) * 4;
+        let po = 36 + 4 * usize::from(c[9] >> 4 & 3) + 4 * usize::from(c[9] & 3);
+        if hlen < po + 4
+            || s.len() < hlen
+            || c[8] != path_type::SCION
+            || c[4] == proto::HBH
+            || c[4] == proto::E2E
+        {
             return None;
         }
-        let hlen = usize::from(s[5]) * 4;
-        let po = 28 + 4 * (usize::from(s[9] >> 4 & 3) + 1) + 4 * (usize::from(s[9] & 3) + 1);
-        if hlen < po || s.len() < hlen || s[8] != path_type::SCION {
+        // PathMeta: NumINF valid, no SegLen of 1 (step 2), within MaxHops.
+        let word = be32(arr::<4>(s, po)?, 0);
+        let s0 = (word >> 12 & 0x3f) as usize;
+        let s1 = (word >> 6 & 0x3f) as usize;
+        let s2 = (word & 0x3f) as usize;
+        if s0 <= 1 || s1 == 1 || s2 == 1 || (s1 == 0 && s2 != 0) {
             return None;
         }
-        if s[4] == proto::HBH || s[4] == proto::E2E {
+        let ninf = 1 + usize::from(s1 != 0) + usize::from(s2 != 0);
+        let nhops = s0 + s1 + s2;
+        let seg = |j: usize| usize::from(j >= s0) + usize::from(j >= s0 + s1);
+        let hf = (word >> 24 & 0x3f) as usize;
+        let inf = (word >> 30) as usize;
+        let hops = po + 4 + INFO_LEN * ninf;
+        // Step 1; step 7 for a transit frame from a neighbour (neither from
+        // nor to this AS, so not at the last hop).
+        if nhops > MAX_HOPS
+            || hops + HOP_LEN * nhops > hlen
+            || hf + 1 >= nhops
+            || inf >= ninf
+            || inf != seg(hf)
+        {
             return None;
         }
-        if hlen < po + 4 {
-            return None;
-        }
-        let word = be32(s, po);
-        let m = Meta::from_word(word);
-        let ninf = m.num_inf().ok()?;
-        let nhops = m.num_hops();
-        if nhops > MAX_HOPS || po + 4 + INFO_LEN * ninf + HOP_LEN * nhops > hlen {
-            return None;
-        }
-        let hf = usize::from(m.curr_hf);
-        let inf = usize::from(m.curr_inf);
-        // Step 1; step 7 for a transit packet from a neighbour (not from,
-        // not to this AS, so not at the last hop).
-        if ninf == 0 || hf + 1 >= nhops || inf >= ninf || inf != m.segment_of(hf) {
-            return None;
-        }
-        let info_at = |i: usize| po + 4 + INFO_LEN * i;
-        let hop_at = |j: usize| po + 4 + INFO_LEN * ninf + HOP_LEN * j;
-        let info_off = info_at(inf);
-        let hop_off = hop_at(hf);
-        let flags = s[info_off];
-        let mut cons_dir = flags & INFO_CONS_DIR != 0;
-        // Step 2 (no peering on the fast route).
-        if flags & INFO_PEER != 0 || m.seg_len.contains(&1) {
-            return None;
-        }
-        // Steps 3 to 5, 7 and 11.
-        let ts = be32(s, info_off + 4);
-        let hop = &s[hop_off..hop_off + HOP_LEN];
+        let info_off = po + 4 + INFO_LEN * inf;
+        let info: &[u8; INFO_LEN] = arr(s, info_off)?;
+        let hop: &[u8; HOP_LEN] = arr(s, hops + HOP_LEN * hf)?;
+        let mut cons_dir = info[0] & INFO_CONS_DIR != 0;
+        // Steps 2 (no peering here) to 5, 7 and 11.
+        let ts = be32(info, 4);
         let (cons_in, cons_eg) = (be16(hop, 2), be16(hop, 4));
-        let trav_in = if cons_dir { cons_in } else { cons_eg };
-        let in_alert = if cons_dir {
-            HOP_INGRESS_ALERT
+        let (trav_in, in_alert) = if cons_dir {
+            (cons_in, HOP_INGRESS_ALERT)
         } else {
-            HOP_EGRESS_ALERT
+            (cons_eg, HOP_EGRESS_ALERT)
         };
-        if dp.expired(ts, hop[1])
+        let ia = |o: usize| {
+            u64::from_be_bytes([
+                c[o],
+                c[o + 1],
+                c[o + 2],
+                c[o + 3],
+                c[o + 4],
+                c[o + 5],
+                c[o + 6],
+                c[o + 7],
+            ])
+        };
+        if info[0] & INFO_PEER != 0
+            || dp.expired(ts, hop[1])
             || trav_in != in_if.ifid
-            || usize::from(be16(s, 6)) != s.len() - hlen
-            || be64(s, 20) == dp.ia.0
-            || be64(s, 12) == dp.ia.0
+            || usize::from(be16(c, 6)) != s.len() - hlen
+            || ia(20) == self.ia
+            || ia(12) == self.ia
             || hop[0] & in_alert != 0
         {
             return None;
         }
-        let mut rec = Rec {
-            csum_base: u32::from(!old_csum)
-                + u32::from(!fold(
-                    v4_sum(src_ip) + v4_sum(dst_ip) + u32::from(sport) + u32::from(dport),
-                )),
-            meta: word,
-            po: po as u16,
-            len: s.len() as u16,
-            nmacs: 1,
-            ingress: ingress as u8,
-            ..Rec::default()
-        };
+        rec.csum_base = u32::from(!old_csum)
+            + u32::from(!fold(
+                v4_sum(src_ip) + v4_sum(dst_ip) + u32::from(sport) + u32::from(dport),
+            ));
+        rec.po = po as u16;
+        rec.len = s.len() as u16;
+        rec.ingress = ingress;
+        rec.seg_off = [0; 2];
         // Steps 9 and 10.
-        let mut seg_id = be16(s, info_off + 2);
+        let mut seg_id = be16(info, 2);
         let mut nseg = 0;
         if !cons_dir {
             seg_id ^= be16(hop, 6);
@@ -347,34 +423,35 @@ impl FastPath {
             nseg = 1;
         }
         let mut blocks = [mac_input(seg_id, ts, hop[1], cons_in, cons_eg), [0; 16]];
-        rec.exp[0] = mac48(hop, 6);
+        rec.exp[0] = hop_mac(hop);
+        rec.nmacs = 1;
         // Step 13.
-        let xover = m.segment_of(hf + 1) != inf;
-        let mut meta = m;
-        let (mut hop_off, mut info_off) = (hop_off, info_off);
+        let xover = seg(hf + 1) != inf;
+        let (mut cur_hf, mut cur_inf) = (hf, inf);
+        let (mut info_off, mut hop) = (info_off, hop);
         if xover {
-            meta.curr_hf += 1;
-            meta.curr_inf = meta.segment_of(usize::from(meta.curr_hf)) as u8;
-            info_off = info_at(usize::from(meta.curr_inf));
-            hop_off = hop_at(hf + 1);
-            cons_dir = s[info_off] & INFO_CONS_DIR != 0;
-            let h2 = &s[hop_off..hop_off + HOP_LEN];
-            let ts2 = be32(s, info_off + 4);
-            if dp.expired(ts2, h2[1]) {
+            cur_hf = hf + 1;
+            cur_inf = seg(cur_hf);
+            info_off = po + 4 + INFO_LEN * cur_inf;
+            let info: &[u8; INFO_LEN] = arr(s, info_off)?;
+            hop = arr(s, hops + HOP_LEN * cur_hf)?;
+            cons_dir = info[0] & INFO_CONS_DIR != 0;
+            let ts = be32(info, 4);
+            if dp.expired(ts, hop[1]) {
                 return None;
             }
-            blocks[1] = mac_input(be16(s, info_off + 2), ts2, h2[1], be16(h2, 2), be16(h2, 4));
-            rec.exp[1] = mac48(h2, 6);
+            blocks[1] = mac_input(be16(info, 2), ts, hop[1], be16(hop, 2), be16(hop, 4));
+            rec.exp[1] = hop_mac(hop);
             rec.nmacs = 2;
         }
         // Steps 14 and 15.
-        let hop = &s[hop_off..hop_off + HOP_LEN];
-        let egress = dp.iface(if cons_dir { be16(hop, 4) } else { be16(hop, 2) })?;
-        let eg_if = &dp.ifaces[egress];
-        if !self.outs[egress].v4 || !pair_ok(in_if.link_to, eg_if.link_to, xover) {
+        let egress = self.by_ifid[usize::from(be16(hop, if cons_dir { 4 } else { 2 }))];
+        let eg_if = self.ifs.get(usize::from(egress))?;
+        let pair = u32::from(xover) << 4 | u32::from(in_if.link) << 2 | u32::from(eg_if.link);
+        if !eg_if.v4 || self.pairs >> pair & 1 == 0 {
             return None;
         }
-        rec.egress = egress as u8;
+        rec.egress = egress;
         if eg_if.ours {
             // Steps 16 and 18.
             let eg_alert = if cons_dir {
@@ -382,95 +459,119 @@ impl FastPath {
             } else {
                 HOP_INGRESS_ALERT
             };
-            if hop[0] & eg_alert != 0 || usize::from(meta.curr_hf) + 1 >= nhops {
+            if hop[0] & eg_alert != 0 || cur_hf + 1 >= nhops {
                 return None;
             }
             if cons_dir {
                 rec.seg_off[nseg] = (info_off + 2) as u16;
                 rec.seg[nseg] = be16(s, info_off + 2) ^ be16(hop, 6);
             }
-            meta.curr_hf += 1;
-            meta.curr_inf = meta.segment_of(usize::from(meta.curr_hf)) as u8;
+            cur_hf += 1;
+            cur_inf = seg(cur_hf);
         }
-        if xover || eg_if.ours {
-            rec.meta = meta.to_word();
-        }
-        Some((rec, blocks))
+        rec.meta = if xover || eg_if.ours {
+            (cur_inf as u32) << 30 | (cur_hf as u32) << 24 | word & 0x3_ffff
+        } else {
+            word
+        };
+        Some(blocks)
     }
 
     /// Pass 3 for a frame on the fast route: the output port.
-    #[inline]
+    #[inline(always)]
     fn apply(&self, dp: &mut Dataplane, p: &mut Packet, rec: &Rec, macs: &[[u8; 16]]) -> u8 {
-        let got = |m: &[u8; 16]| u64::from_le_bytes([m[0], m[1], m[2], m[3], m[4], m[5], 0, 0]);
-        let mut bad = got(&macs[0]) ^ rec.exp[0];
+        let got =
+            |m: &[u8; 16]| u64::from_le_bytes([m[0], m[1], m[2], m[3], m[4], m[5], m[6], m[7]]);
+        let mut bad = (got(&macs[0]) ^ rec.exp[0]) & MAC_MASK;
         if let Some(m) = macs.get(1) {
-            bad |= got(m) ^ rec.exp[1];
+            bad |= (got(m) ^ rec.exp[1]) & MAC_MASK;
         }
-        if bad != 0 {
-            // The general pipeline answers with SCMP (the frame is unchanged).
-            let plan = dp.stage1(p.data());
-            let n = usize::from(plan.nmacs);
-            let mut m = [[0u8; 16]; 2];
-            for (x, b) in m.iter_mut().zip(&plan.blocks).take(n) {
-                *x = dp.hop_mac().cmac(b);
-            }
-            return finish(dp, p, &plan, &m[..n]);
-        }
+        let Some(out) = self.ifs.get(usize::from(rec.egress)).filter(|_| bad == 0) else {
+            return general(dp, p);
+        };
         let len = usize::from(rec.len);
         let d = p.data_mut();
-        let s = &mut d[SO..SO + len];
+        let Some((h, rest)) = d.split_first_chunk_mut::<SO>() else {
+            return general(dp, p);
+        };
+        let Some(s) = rest.get_mut(..len) else {
+            return general(dp, p);
+        };
         // Ones'-complement change of the SCION bytes. Every sum here is
         // positive, so folding any sum congruent modulo 0xffff to the
         // general pipeline's (which writes PathMeta once per stage) gives
         // the same checksum.
         let mut delta = 0u32;
         for (&o, &v) in rec.seg_off.iter().zip(&rec.seg) {
-            if o != 0 {
-                let o = usize::from(o);
-                delta += u32::from(!be16(s, o)) + u32::from(v);
-                s[o..o + 2].copy_from_slice(&v.to_be_bytes());
+            let w = match o {
+                0 => None,
+                o => s
+                    .get_mut(usize::from(o)..)
+                    .and_then(|w| w.first_chunk_mut()),
+            };
+            if let Some(w) = w {
+                delta += u32::from(!u16::from_be_bytes(*w)) + u32::from(v);
+                *w = v.to_be_bytes();
             }
         }
-        let po = usize::from(rec.po);
-        let old = be32(s, po);
-        delta += u32::from(!(old >> 16) as u16)
-            + u32::from(!(old as u16))
-            + (rec.meta >> 16)
-            + (rec.meta & 0xffff);
-        s[po..po + 4].copy_from_slice(&rec.meta.to_be_bytes());
-        let out = &self.outs[usize::from(rec.egress)];
+        if let Some(w) = s
+            .get_mut(usize::from(rec.po)..)
+            .and_then(|w| w.first_chunk_mut::<4>())
+        {
+            let old = u32::from_be_bytes(*w);
+            delta += u32::from(!(old >> 16) as u16)
+                + u32::from(!(old as u16))
+                + (rec.meta >> 16)
+                + (rec.meta & 0xffff);
+            *w = rec.meta.to_be_bytes();
+        }
         let c = !fold(rec.csum_base + out.ends + delta);
         let csum = if c == 0 { 0xffff } else { c };
         let ulen = (8 + len) as u16;
         let tl = 20 + ulen;
-        let h = &mut d[..SO];
-        h.copy_from_slice(&out.hdr);
+        *h = out.hdr;
         h[IP + 2..IP + 4].copy_from_slice(&tl.to_be_bytes());
         h[IP + 10..IP + 12].copy_from_slice(&(!fold(out.ip_sum + u32::from(tl))).to_be_bytes());
         h[UDP + 4..UDP + 6].copy_from_slice(&ulen.to_be_bytes());
         h[UDP + 6..UDP + 8].copy_from_slice(&csum.to_be_bytes());
-        let extra = p.len() - SO - len;
+        let extra = p.len().saturating_sub(SO + len);
         if extra > 0 {
             p.take(extra);
         }
-        count(&mut dp.stats, rec, u64::from(rec.len));
+        count(&mut dp.stats, rec);
         0
     }
 }
 
 /// Counts a forwarded frame on its ingress and egress.
-#[inline]
-fn count(st: &mut Stats, rec: &Rec, bytes: u64) {
-    let i = &mut st.ifs[usize::from(rec.ingress)];
-    i.in_pkts += 1;
-    i.in_bytes += bytes;
-    let e = &mut st.ifs[usize::from(rec.egress)];
-    e.out_pkts += 1;
-    e.out_bytes += bytes;
+#[inline(always)]
+fn count(st: &mut Stats, rec: &Rec) {
+    let bytes = u64::from(rec.len);
+    if let Some(i) = st.ifs.get_mut(usize::from(rec.ingress)) {
+        i.in_pkts += 1;
+        i.in_bytes += bytes;
+    }
+    if let Some(e) = st.ifs.get_mut(usize::from(rec.egress)) {
+        e.out_pkts += 1;
+        e.out_bytes += bytes;
+    }
 }
 
-/// The general pipeline's second stage for one frame: the output port;
-/// an SCMP reply takes the frame's place.
+/// A frame of the fast route whose MAC did not match, still unchanged:
+/// the general pipeline answers it (SCMP).
+#[cold]
+fn general(dp: &mut Dataplane, p: &mut Packet) -> u8 {
+    let plan = dp.stage1(p.data());
+    let n = usize::from(plan.nmacs);
+    let mut m = [[0u8; 16]; 2];
+    for (x, b) in m.iter_mut().zip(&plan.blocks).take(n) {
+        *x = dp.hop_mac().cmac(b);
+    }
+    finish(dp, p, &plan, &m[..n])
+}
+
+/// The general pipeline's second stage for one frame: the output port
+/// (3: discarded); an SCMP reply takes the frame's place.
 #[inline]
 fn finish(dp: &mut Dataplane, p: &mut Packet, plan: &Plan, macs: &[[u8; 16]]) -> u8 {
     let (v, reply) = dp.finish(p, plan, macs);

@@ -27,7 +27,7 @@
 //! the general pipeline gives it (the differential tests compare both).
 
 use super::core::{ends_sum, fold, pair_ok, write_underlay, Dataplane, Ep, Plan, Stats, Verdict};
-use super::mac::{mac_input, HopMac};
+use super::mac::HopMac;
 use super::topology::LinkType;
 use linerate_runtime::{Batch, Packet};
 use linerate_wire::scion::path::{
@@ -48,19 +48,21 @@ const NO_IF: u8 = 0xff;
 /// The 48 bits of a hop MAC in a little-endian `u64`.
 const MAC_MASK: u64 = 0xffff_ffff_ffff;
 
-/// What pass 1 learnt about a frame on the fast route.
+/// What pass 1 learnt about a frame on the fast route: everything pass 3
+/// writes, computed before the MAC is known.
 #[derive(Debug, Clone, Copy, Default)]
 struct Rec {
     /// Expected MACs (6 bytes, little-endian).
     exp: [u64; 2],
-    /// `!UDP checksum + !sum(old addresses and ports)`: the received part
-    /// of the checksum adjustment.
-    csum_base: u32,
-    /// PathMeta to write (the received word when it does not change).
+    /// New PathMeta (the received word when it does not change).
     meta: u32,
-    /// SegID writes: offsets in the SCION header (0: none) and values.
+    /// SegID writes: offsets in the SCION header (0: none) and the bytes
+    /// (little-endian view of the big-endian field).
     seg_off: [u16; 2],
     seg: [u16; 2],
+    /// New UDP and IPv4 header checksums.
+    udp_csum: u16,
+    ip_csum: u16,
     /// Offset of the path in the SCION header.
     po: u16,
     /// SCION length.
@@ -74,17 +76,21 @@ struct Rec {
 /// An external link of this router reached over IPv4, as found in a frame.
 #[derive(Debug, Clone, Copy)]
 struct Link {
-    /// Local address and port (frame destination): `ip << 16 | port`.
-    local: u64,
-    /// Remote address and port (frame source).
-    remote: u64,
+    /// Bytes 26 to 33 of a frame on the link (IPv4 source and destination)
+    /// and 34 to 37 (UDP ports), little-endian.
+    addrs: u64,
+    ports: u32,
+    /// `!fold(sum of those addresses and ports)` as the checksum update
+    /// counts them (the received part of the UDP checksum adjustment).
+    nends: u32,
     idx: u8,
 }
 
 /// What the fast path needs of an interface.
 #[derive(Debug, Clone, Copy)]
 struct If {
-    ifid: u16,
+    /// Interface id as the little-endian view of its big-endian bytes.
+    ifid_le: u16,
     /// `LinkType` as 0 to 3.
     link: u8,
     ours: bool,
@@ -101,7 +107,10 @@ struct If {
 
 /// Read-only tables.
 struct Tables {
-    ia: u64,
+    /// Local ISD-AS as the little-endian view of its big-endian bytes.
+    ia_le: u64,
+    /// The CMAC subkey K1 as two little-endian words.
+    k1: [u64; 2],
     links: Vec<Link>,
     ifs: Vec<If>,
     by_ifid: Box<[u8; 65536]>,
@@ -123,6 +132,7 @@ struct Scratch {
 pub struct FastPath {
     t: Tables,
     s: Box<Scratch>,
+    chunk: usize,
 }
 
 #[inline(always)]
@@ -141,19 +151,6 @@ fn arr<const N: usize>(b: &[u8], o: usize) -> Option<&[u8; N]> {
     b.get(o..)?.first_chunk()
 }
 
-/// The 6-byte MAC of a hop field, little-endian.
-#[inline(always)]
-fn hop_mac(h: &[u8; HOP_LEN]) -> u64 {
-    u64::from_le_bytes([h[6], h[7], h[8], h[9], h[10], h[11], 0, 0])
-}
-
-/// Sum of an IPv4 address as [`ends_sum`] counts it (IPv4-mapped: the
-/// 0xffff word included).
-#[inline(always)]
-fn v4_sum(a: u32) -> u32 {
-    0xffff + (a >> 16) + (a & 0xffff)
-}
-
 const LINKS: [LinkType; 4] = [
     LinkType::Core,
     LinkType::Parent,
@@ -164,19 +161,21 @@ const LINKS: [LinkType; 4] = [
 impl FastPath {
     /// The tables for a data plane.
     pub fn new(dp: &Dataplane) -> FastPath {
-        let key = |e: &Ep| {
-            let ip = u32::from_be_bytes([e.ip[12], e.ip[13], e.ip[14], e.ip[15]]);
-            u64::from(ip) << 16 | u64::from(e.port)
-        };
+        let ip4 = |e: &Ep| [e.ip[12], e.ip[13], e.ip[14], e.ip[15]];
         let links = dp
             .ifaces
             .iter()
             .enumerate()
             .filter(|(_, f)| f.ours && f.local.v4 && f.remote.v4)
-            .map(|(i, f)| Link {
-                local: key(&f.local),
-                remote: key(&f.remote),
-                idx: i as u8,
+            .map(|(i, f)| {
+                let (r, l) = (ip4(&f.remote), ip4(&f.local));
+                let (rp, lp) = (f.remote.port.to_be_bytes(), f.local.port.to_be_bytes());
+                Link {
+                    addrs: u64::from_le_bytes([r[0], r[1], r[2], r[3], l[0], l[1], l[2], l[3]]),
+                    ports: u32::from_le_bytes([rp[0], rp[1], lp[0], lp[1]]),
+                    nends: u32::from(!fold(ends_sum(&f.remote, &f.local))),
+                    idx: i as u8,
+                }
             })
             .collect();
         let mut by_ifid = Box::new([NO_IF; 65536]);
@@ -192,7 +191,7 @@ impl FastPath {
                 }
                 let v4 = |a: &[u8; 16]| u32::from(be16(a, 12)) + u32::from(be16(a, 14));
                 If {
-                    ifid: f.ifid,
+                    ifid_le: f.ifid.swap_bytes(),
                     link: f.link_to as u8,
                     ours: f.ours,
                     v4: f.dst.v4,
@@ -202,6 +201,11 @@ impl FastPath {
                 }
             })
             .collect();
+        let k = dp.hop_mac().prepare(&[0; 16]);
+        let k1 = [
+            u64::from_le_bytes([k[0], k[1], k[2], k[3], k[4], k[5], k[6], k[7]]),
+            u64::from_le_bytes([k[8], k[9], k[10], k[11], k[12], k[13], k[14], k[15]]),
+        ];
         let mut pairs = 0;
         for x in [false, true] {
             for a in LINKS {
@@ -214,7 +218,8 @@ impl FastPath {
         }
         FastPath {
             t: Tables {
-                ia: dp.ia.0,
+                ia_le: u64::from_le_bytes(dp.ia.0.to_be_bytes()),
+                k1,
                 links,
                 ifs,
                 by_ifid,
@@ -226,6 +231,11 @@ impl FastPath {
                 plans: Vec::new(),
                 ports: Vec::new(),
             }),
+            chunk: std::env::var("SCION_CHUNK")
+                .ok()
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(CHUNK)
+                .min(CHUNK),
         }
     }
 
@@ -240,7 +250,7 @@ impl FastPath {
         let n = batch.len();
         let mut a = 0;
         while a < n {
-            let b = (a + CHUNK).min(n);
+            let b = (a + self.chunk).min(n);
             // Pass 1: records and MAC blocks.
             s.plans.clear();
             let mut nb = 0;
@@ -248,8 +258,8 @@ impl FastPath {
             for (rec, p) in s.recs.iter_mut().zip(&batch.as_slice()[a..b]) {
                 let f = p.data();
                 if let Some(bl) = t.classify(dp, f, rec) {
-                    s.blocks[nb] = mac.prepare(&bl[0]);
-                    s.blocks[nb + 1] = mac.prepare(&bl[1]);
+                    s.blocks[nb] = bl[0];
+                    s.blocks[nb + 1] = bl[1];
                     nb += usize::from(rec.nmacs);
                 } else {
                     rec.nmacs = 0;
@@ -299,13 +309,29 @@ impl FastPath {
 }
 
 impl Tables {
-    /// Pass 1 for one frame: fills `rec` and returns the MAC input blocks
-    /// if the frame is on the fast route (see the module documentation),
-    /// else `None`.
+    /// A MAC input block (§6: `0 0 SegID Timestamp 0 ExpTime ConsIngress
+    /// ConsEgress 0 0`) XORed with K1, from the little-endian views of an
+    /// info field with SegID `seg` and of a hop field's first 8 bytes.
+    #[inline(always)]
+    fn block(&self, info: u64, seg: u16, hop: u64) -> [u8; 16] {
+        let w0 = (info & 0xffff_ffff_0000_0000 | u64::from(seg) << 16) ^ self.k1[0];
+        let w1 = (hop & 0x0000_ffff_ffff_ff00) ^ self.k1[1];
+        let (a, b) = (w0.to_le_bytes(), w1.to_le_bytes());
+        [
+            a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], b[0], b[1], b[2], b[3], b[4], b[5],
+            b[6], b[7],
+        ]
+    }
+
+    /// Pass 1 for one frame: fills `rec` and returns the MAC blocks (K1
+    /// applied) if the frame is on the fast route (see the module
+    /// documentation), else `None`. Fields are read as little-endian views
+    /// of their big-endian bytes and compared with tables in that form.
     #[inline(always)]
     fn classify(&self, dp: &Dataplane, f: &[u8], rec: &mut Rec) -> Option<[[u8; 16]; 2]> {
+        let le64 = |b: &[u8], o: usize| arr::<8>(b, o).map(|a| u64::from_le_bytes(*a));
         // Underlay: Ethernet, IPv4 without options, not fragmented, UDP
-        // with a checksum.
+        // with a checksum, from one of our IPv4 links.
         let u: &[u8; SO] = f.first_chunk()?;
         let tl = usize::from(be16(u, IP + 2));
         let ulen = usize::from(be16(u, UDP + 4));
@@ -322,32 +348,35 @@ impl Tables {
         {
             return None;
         }
-        let src_ip = be32(u, IP + 12);
-        let dst_ip = be32(u, IP + 16);
-        let (sport, dport) = (be16(u, UDP), be16(u, UDP + 2));
-        let local = u64::from(dst_ip) << 16 | u64::from(dport);
-        let remote = u64::from(src_ip) << 16 | u64::from(sport);
-        let ingress = self
+        let addrs = u64::from_le_bytes([u[26], u[27], u[28], u[29], u[30], u[31], u[32], u[33]]);
+        let ports = u32::from_le_bytes([u[34], u[35], u[36], u[37]]);
+        let link = self
             .links
             .iter()
-            .find(|l| l.local == local && l.remote == remote)?
-            .idx;
-        let in_if = self.ifs.get(usize::from(ingress))?;
+            .find(|l| l.addrs == addrs && l.ports == ports)?;
+        let in_if = self.ifs.get(usize::from(link.idx))?;
         // SCION common and address header, a standard path right after
-        // them, no extension header.
+        // them, no extension header, neither from nor to this AS (step 7
+        // for a frame from a neighbour that is not at its last hop).
         let s = f.get(SO..UDP + ulen)?;
         let c: &[u8; 28] = s.first_chunk()?;
         let hlen = usize::from(c[5]) * 4;
         let po = 36 + 4 * usize::from(c[9] >> 4 & 3) + 4 * usize::from(c[9] & 3);
+        let dst_ia = u64::from_le_bytes([c[12], c[13], c[14], c[15], c[16], c[17], c[18], c[19]]);
+        let src_ia = u64::from_le_bytes([c[20], c[21], c[22], c[23], c[24], c[25], c[26], c[27]]);
         if hlen < po + 4
             || s.len() < hlen
             || c[8] != path_type::SCION
             || c[4] == proto::HBH
             || c[4] == proto::E2E
+            || usize::from(be16(c, 6)) != s.len() - hlen
+            || dst_ia == self.ia_le
+            || src_ia == self.ia_le
         {
             return None;
         }
-        // PathMeta: NumINF valid, no SegLen of 1 (step 2), within MaxHops.
+        // PathMeta: NumINF valid, no SegLen of 1 (step 2), within MaxHops,
+        // the path in the header; step 1.
         let word = be32(arr::<4>(s, po)?, 0);
         let s0 = (word >> 12 & 0x3f) as usize;
         let s1 = (word >> 6 & 0x3f) as usize;
@@ -357,101 +386,84 @@ impl Tables {
         }
         let ninf = 1 + usize::from(s1 != 0) + usize::from(s2 != 0);
         let nhops = s0 + s1 + s2;
-        let seg = |j: usize| usize::from(j >= s0) + usize::from(j >= s0 + s1);
+        // Segment `i` holds hops `bound[i]..bound[i + 1]`.
+        let bound = [0, s0, s0 + s1, nhops];
         let hf = (word >> 24 & 0x3f) as usize;
         let inf = (word >> 30) as usize;
         let hops = po + 4 + INFO_LEN * ninf;
-        // Step 1; step 7 for a transit frame from a neighbour (neither from
-        // nor to this AS, so not at the last hop).
         if nhops > MAX_HOPS
             || hops + HOP_LEN * nhops > hlen
             || hf + 1 >= nhops
             || inf >= ninf
-            || inf != seg(hf)
+            || hf < bound[inf]
+            || hf >= bound[inf + 1]
         {
             return None;
         }
         let info_off = po + 4 + INFO_LEN * inf;
-        let info: &[u8; INFO_LEN] = arr(s, info_off)?;
-        let hop: &[u8; HOP_LEN] = arr(s, hops + HOP_LEN * hf)?;
-        let mut cons_dir = info[0] & INFO_CONS_DIR != 0;
-        // Steps 2 (no peering here) to 5, 7 and 11.
-        let ts = be32(info, 4);
-        let (cons_in, cons_eg) = (be16(hop, 2), be16(hop, 4));
+        let info = le64(s, info_off)?;
+        let hop_off = hops + HOP_LEN * hf;
+        let hop = le64(s, hop_off)?;
+        let flags = info as u8;
+        let mut cons_dir = flags & INFO_CONS_DIR != 0;
+        // Steps 2 (no peering here) to 5 and 11.
+        let ts = ((info >> 32) as u32).swap_bytes();
         let (trav_in, in_alert) = if cons_dir {
-            (cons_in, HOP_INGRESS_ALERT)
+            ((hop >> 16) as u16, HOP_INGRESS_ALERT)
         } else {
-            (cons_eg, HOP_EGRESS_ALERT)
+            ((hop >> 32) as u16, HOP_EGRESS_ALERT)
         };
-        let ia = |o: usize| {
-            u64::from_be_bytes([
-                c[o],
-                c[o + 1],
-                c[o + 2],
-                c[o + 3],
-                c[o + 4],
-                c[o + 5],
-                c[o + 6],
-                c[o + 7],
-            ])
-        };
-        if info[0] & INFO_PEER != 0
-            || dp.expired(ts, hop[1])
-            || trav_in != in_if.ifid
-            || usize::from(be16(c, 6)) != s.len() - hlen
-            || ia(20) == self.ia
-            || ia(12) == self.ia
-            || hop[0] & in_alert != 0
+        if flags & INFO_PEER != 0
+            || dp.expired(ts, (hop >> 8) as u8)
+            || trav_in != in_if.ifid_le
+            || hop as u8 & in_alert != 0
         {
             return None;
         }
-        rec.csum_base = u32::from(!old_csum)
-            + u32::from(!fold(
-                v4_sum(src_ip) + v4_sum(dst_ip) + u32::from(sport) + u32::from(dport),
-            ));
-        rec.po = po as u16;
-        rec.len = s.len() as u16;
-        rec.ingress = ingress;
+        // Steps 9 and 10. `delta` is the ones'-complement change of the
+        // SCION bytes (see `apply`).
+        let mut delta = 0u32;
+        let mut seg_id = (info >> 16) as u16;
         rec.seg_off = [0; 2];
-        // Steps 9 and 10.
-        let mut seg_id = be16(info, 2);
         let mut nseg = 0;
         if !cons_dir {
-            seg_id ^= be16(hop, 6);
+            let new = seg_id ^ (hop >> 48) as u16;
+            delta += u32::from(!seg_id.swap_bytes()) + u32::from(new.swap_bytes());
+            seg_id = new;
             rec.seg_off[0] = (info_off + 2) as u16;
-            rec.seg[0] = seg_id;
+            rec.seg[0] = new;
             nseg = 1;
         }
-        let mut blocks = [mac_input(seg_id, ts, hop[1], cons_in, cons_eg), [0; 16]];
-        rec.exp[0] = hop_mac(hop);
+        let mut blocks = [self.block(info, seg_id, hop), [0; 16]];
+        rec.exp[0] = le64(s, hop_off + 4)? >> 16;
         rec.nmacs = 1;
-        // Step 13.
-        let xover = seg(hf + 1) != inf;
+        // Step 13: a crossover checks the first hop of the next segment.
+        let xover = hf + 1 == bound[inf + 1];
         let (mut cur_hf, mut cur_inf) = (hf, inf);
-        let (mut info_off, mut hop) = (info_off, hop);
+        let (mut info_off, mut info, mut hop) = (info_off, info, hop);
         if xover {
             cur_hf = hf + 1;
-            cur_inf = seg(cur_hf);
+            cur_inf = inf + 1;
             info_off = po + 4 + INFO_LEN * cur_inf;
-            let info: &[u8; INFO_LEN] = arr(s, info_off)?;
-            hop = arr(s, hops + HOP_LEN * cur_hf)?;
-            cons_dir = info[0] & INFO_CONS_DIR != 0;
-            let ts = be32(info, 4);
-            if dp.expired(ts, hop[1]) {
+            info = le64(s, info_off)?;
+            let hop_off = hops + HOP_LEN * cur_hf;
+            hop = le64(s, hop_off)?;
+            cons_dir = info as u8 & INFO_CONS_DIR != 0;
+            if dp.expired(((info >> 32) as u32).swap_bytes(), (hop >> 8) as u8) {
                 return None;
             }
-            blocks[1] = mac_input(be16(info, 2), ts, hop[1], be16(hop, 2), be16(hop, 4));
-            rec.exp[1] = hop_mac(hop);
+            blocks[1] = self.block(info, (info >> 16) as u16, hop);
+            rec.exp[1] = le64(s, hop_off + 4)? >> 16;
             rec.nmacs = 2;
         }
         // Steps 14 and 15.
-        let egress = self.by_ifid[usize::from(be16(hop, if cons_dir { 4 } else { 2 }))];
+        let egress_le = if cons_dir { hop >> 32 } else { hop >> 16 } as u16;
+        let egress = self.by_ifid[usize::from(egress_le.swap_bytes())];
         let eg_if = self.ifs.get(usize::from(egress))?;
         let pair = u32::from(xover) << 4 | u32::from(in_if.link) << 2 | u32::from(eg_if.link);
         if !eg_if.v4 || self.pairs >> pair & 1 == 0 {
             return None;
         }
-        rec.egress = egress;
         if eg_if.ours {
             // Steps 16 and 18.
             let eg_alert = if cons_dir {
@@ -459,32 +471,51 @@ impl Tables {
             } else {
                 HOP_INGRESS_ALERT
             };
-            if hop[0] & eg_alert != 0 || cur_hf + 1 >= nhops {
+            if hop as u8 & eg_alert != 0 || cur_hf + 1 >= nhops {
                 return None;
             }
             if cons_dir {
+                let old = (info >> 16) as u16;
+                let new = old ^ (hop >> 48) as u16;
+                delta += u32::from(!old.swap_bytes()) + u32::from(new.swap_bytes());
                 rec.seg_off[nseg] = (info_off + 2) as u16;
-                rec.seg[nseg] = be16(s, info_off + 2) ^ be16(hop, 6);
+                rec.seg[nseg] = new;
             }
             cur_hf += 1;
-            cur_inf = seg(cur_hf);
+            cur_inf += usize::from(cur_hf == *bound.get(cur_inf + 1)?);
         }
         rec.meta = if xover || eg_if.ours {
             (cur_inf as u32) << 30 | (cur_hf as u32) << 24 | word & 0x3_ffff
         } else {
             word
         };
+        delta += u32::from(!(word >> 16) as u16)
+            + u32::from(!(word as u16))
+            + (rec.meta >> 16)
+            + (rec.meta & 0xffff);
+        // The underlay rewrite (RFC 1624 update of the received UDP
+        // checksum). Every sum here is positive, so folding any sum
+        // congruent modulo 0xffff to the general pipeline's (which writes
+        // PathMeta once per stage) gives the same checksum.
+        let c = !fold(u32::from(!old_csum) + link.nends + eg_if.ends + delta);
+        rec.udp_csum = if c == 0 { 0xffff } else { c };
+        rec.ip_csum = !fold(eg_if.ip_sum + 28 + s.len() as u32);
+        rec.po = po as u16;
+        rec.len = s.len() as u16;
+        rec.ingress = link.idx;
+        rec.egress = egress;
         Some(blocks)
     }
 
     /// Pass 3 for a frame on the fast route: the output port.
     #[inline(always)]
     fn apply(&self, dp: &mut Dataplane, p: &mut Packet, rec: &Rec, macs: &[[u8; 16]]) -> u8 {
-        let got =
-            |m: &[u8; 16]| u64::from_le_bytes([m[0], m[1], m[2], m[3], m[4], m[5], m[6], m[7]]);
-        let mut bad = (got(&macs[0]) ^ rec.exp[0]) & MAC_MASK;
+        let got = |m: &[u8; 16]| {
+            u64::from_le_bytes([m[0], m[1], m[2], m[3], m[4], m[5], m[6], m[7]]) & MAC_MASK
+        };
+        let mut bad = got(&macs[0]) ^ rec.exp[0];
         if let Some(m) = macs.get(1) {
-            bad |= (got(m) ^ rec.exp[1]) & MAC_MASK;
+            bad |= got(m) ^ rec.exp[1];
         }
         let Some(out) = self.ifs.get(usize::from(rec.egress)).filter(|_| bad == 0) else {
             return general(dp, p);
@@ -497,11 +528,6 @@ impl Tables {
         let Some(s) = rest.get_mut(..len) else {
             return general(dp, p);
         };
-        // Ones'-complement change of the SCION bytes. Every sum here is
-        // positive, so folding any sum congruent modulo 0xffff to the
-        // general pipeline's (which writes PathMeta once per stage) gives
-        // the same checksum.
-        let mut delta = 0u32;
         for (&o, &v) in rec.seg_off.iter().zip(&rec.seg) {
             let w = match o {
                 0 => None,
@@ -510,30 +536,21 @@ impl Tables {
                     .and_then(|w| w.first_chunk_mut()),
             };
             if let Some(w) = w {
-                delta += u32::from(!u16::from_be_bytes(*w)) + u32::from(v);
-                *w = v.to_be_bytes();
+                *w = v.to_le_bytes();
             }
         }
         if let Some(w) = s
             .get_mut(usize::from(rec.po)..)
-            .and_then(|w| w.first_chunk_mut::<4>())
+            .and_then(|w| w.first_chunk_mut())
         {
-            let old = u32::from_be_bytes(*w);
-            delta += u32::from(!(old >> 16) as u16)
-                + u32::from(!(old as u16))
-                + (rec.meta >> 16)
-                + (rec.meta & 0xffff);
             *w = rec.meta.to_be_bytes();
         }
-        let c = !fold(rec.csum_base + out.ends + delta);
-        let csum = if c == 0 { 0xffff } else { c };
         let ulen = (8 + len) as u16;
-        let tl = 20 + ulen;
         *h = out.hdr;
-        h[IP + 2..IP + 4].copy_from_slice(&tl.to_be_bytes());
-        h[IP + 10..IP + 12].copy_from_slice(&(!fold(out.ip_sum + u32::from(tl))).to_be_bytes());
+        h[IP + 2..IP + 4].copy_from_slice(&(20 + ulen).to_be_bytes());
+        h[IP + 10..IP + 12].copy_from_slice(&rec.ip_csum.to_be_bytes());
         h[UDP + 4..UDP + 6].copy_from_slice(&ulen.to_be_bytes());
-        h[UDP + 6..UDP + 8].copy_from_slice(&csum.to_be_bytes());
+        h[UDP + 6..UDP + 8].copy_from_slice(&rec.udp_csum.to_be_bytes());
         let extra = p.len().saturating_sub(SO + len);
         if extra > 0 {
             p.take(extra);

@@ -258,8 +258,8 @@ impl FastPath {
             for (rec, p) in s.recs.iter_mut().zip(&batch.as_slice()[a..b]) {
                 let f = p.data();
                 if let Some(bl) = t.classify(dp, f, rec) {
-                    s.blocks[nb] = bl[0];
-                    s.blocks[nb + 1] = bl[1];
+                    s.blocks[nb] = bl[0].to_le_bytes();
+                    s.blocks[nb + 1] = bl[1].to_le_bytes();
                     nb += usize::from(rec.nmacs);
                 } else {
                     rec.nmacs = 0;
@@ -313,14 +313,10 @@ impl Tables {
     /// ConsEgress 0 0`) XORed with K1, from the little-endian views of an
     /// info field with SegID `seg` and of a hop field's first 8 bytes.
     #[inline(always)]
-    fn block(&self, info: u64, seg: u16, hop: u64) -> [u8; 16] {
+    fn block(&self, info: u64, seg: u16, hop: u64) -> u128 {
         let w0 = (info & 0xffff_ffff_0000_0000 | u64::from(seg) << 16) ^ self.k1[0];
         let w1 = (hop & 0x0000_ffff_ffff_ff00) ^ self.k1[1];
-        let (a, b) = (w0.to_le_bytes(), w1.to_le_bytes());
-        [
-            a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], b[0], b[1], b[2], b[3], b[4], b[5],
-            b[6], b[7],
-        ]
+        u128::from(w1) << 64 | u128::from(w0)
     }
 
     /// Pass 1 for one frame: fills `rec` and returns the MAC blocks (K1
@@ -328,7 +324,7 @@ impl Tables {
     /// documentation), else `None`. Fields are read as little-endian views
     /// of their big-endian bytes and compared with tables in that form.
     #[inline(always)]
-    fn classify(&self, dp: &Dataplane, f: &[u8], rec: &mut Rec) -> Option<[[u8; 16]; 2]> {
+    fn classify(&self, dp: &Dataplane, f: &[u8], rec: &mut Rec) -> Option<[u128; 2]> {
         let le64 = |b: &[u8], o: usize| arr::<8>(b, o).map(|a| u64::from_le_bytes(*a));
         // Underlay: Ethernet, IPv4 without options, not fragmented, UDP
         // with a checksum, from one of our IPv4 links.
@@ -434,7 +430,7 @@ impl Tables {
             rec.seg[0] = new;
             nseg = 1;
         }
-        let mut blocks = [self.block(info, seg_id, hop), [0; 16]];
+        let mut blocks = [self.block(info, seg_id, hop), 0];
         rec.exp[0] = le64(s, hop_off + 4)? >> 16;
         rec.nmacs = 1;
         // Step 13: a crossover checks the first hop of the next segment.

@@ -132,7 +132,6 @@ struct Scratch {
 pub struct FastPath {
     t: Tables,
     s: Box<Scratch>,
-    chunk: usize,
 }
 
 #[inline(always)]
@@ -231,11 +230,6 @@ impl FastPath {
                 plans: Vec::new(),
                 ports: Vec::new(),
             }),
-            chunk: std::env::var("SCION_CHUNK")
-                .ok()
-                .and_then(|v| v.parse().ok())
-                .unwrap_or(CHUNK)
-                .min(CHUNK),
         }
     }
 
@@ -250,7 +244,7 @@ impl FastPath {
         let n = batch.len();
         let mut a = 0;
         while a < n {
-            let b = (a + self.chunk).min(n);
+            let b = (a + CHUNK).min(n);
             // Pass 1: records and MAC blocks.
             s.plans.clear();
             let mut nb = 0;

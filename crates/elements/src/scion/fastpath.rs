@@ -1,27 +1,26 @@
 //! The `SCIONRouter`'s fast path (`IMPL fast`): the common case of a
 //! border router, a standard-path packet arriving on one of our links over
 //! IPv4 that transits (one hop-field MAC) or crosses over (two) to an
-//! interface reached over IPv4, handled in three passes over the batch
-//! with compact per-packet records and nothing else.
+//! interface reached over IPv4, handled in chunks of 64 frames and three
+//! passes with one compact record per frame and nothing else.
 //!
-//! 1. [`FastPath::classify`] reads each frame once at fixed offsets (IPv4
-//!    without options, UDP at 34, SCION at 42), checks exactly what §9.3
-//!    checks on that route and keeps a [`Rec`]: the expected MACs, the
-//!    SegID and PathMeta values to write, the ingress and egress and the
-//!    part of the UDP checksum adjustment that depends on the received
-//!    underlay. The MAC input blocks (already XORed with the CMAC subkey)
-//!    go into one array for the whole batch. A frame that leaves this
-//!    route anywhere (IPv6 or IP options, the internal network, an
-//!    extension header, peering, alerts, expiry, local delivery, an error
-//!    of any kind, a zero UDP checksum) takes the general pipeline of
-//!    [`Dataplane::stage1`] instead, still sharing the batched AES.
-//! 2. All MAC blocks of the batch are encrypted in one call (VAES, 16
+//! 1. `Tables::classify` reads each frame once at fixed offsets (IPv4
+//!    without options, UDP at 34, SCION at 42), as little-endian words
+//!    compared with tables kept in that form, checks exactly what §9.3
+//!    checks on that route and fills a `Rec`: the expected MACs, the SegID
+//!    and PathMeta values to write, the new UDP and IPv4 checksums, ingress
+//!    and egress. The MAC input blocks (K1 already XORed in) go into one
+//!    array for the chunk. A frame that leaves this route anywhere (IPv6 or
+//!    IP options, the internal network, an extension header, peering,
+//!    alerts, expiry, local delivery, an error of any kind, a zero UDP
+//!    checksum) takes the general pipeline of [`Dataplane::stage1`]
+//!    instead, still sharing the batched AES.
+//! 2. All MAC blocks of the chunk are encrypted in one call (VAES, 16
 //!    blocks per pass).
-//! 3. [`FastPath::apply`] compares the MACs, writes the path changes,
-//!    adjusts the UDP checksum incrementally and writes the new underlay
-//!    from a per-interface 42-byte template. A MAC mismatch sends the
-//!    frame (still unchanged) through the general pipeline, which builds
-//!    the SCMP error.
+//! 3. `Tables::apply` compares the MACs, writes the path fields and the
+//!    new underlay from a per-interface 42-byte template. A MAC mismatch
+//!    sends the frame (still unchanged) through the general pipeline,
+//!    which builds the SCMP error.
 //!
 //! Every frame the fast path accepts gets the bytes, verdict and counters
 //! the general pipeline gives it (the differential tests compare both).

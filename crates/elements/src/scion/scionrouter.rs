@@ -66,17 +66,46 @@
 //! ```
 //!
 //! # Implementation
-//! One parse per frame, no allocation: stage 1 reads the frame in place
-//! (fixed offsets, no decoded path copy) and records the MAC input blocks
-//! and the 16-bit header writes the verdict needs; the MAC inputs of the
-//! whole batch (one per hop check, two at a crossover) are then XORed with
-//! the precomputed CMAC subkey and encrypted in one call, so AES-NI
-//! pipelines the rounds of independent blocks; stage 2 compares MACs in
-//! constant time, applies the writes and rebuilds the underlay with the UDP
-//! checksum adjusted incrementally (RFC 1624, only PathMeta and the info
-//! fields change). SCMP replies are built in a fresh buffer (quote of at
-//! most 1232 bytes). Slow-path frames are never written. Click has no SCION
-//! elements.
+//! Two pipelines share the batch. The **fast path** (`fastpath.rs`) takes
+//! the common case of a border router: a standard-path frame on one of our
+//! IPv4 links (no IP options, UDP checksum set) that transits (one
+//! hop-field MAC) or crosses over (two) to an interface reached over IPv4.
+//! It runs in chunks of 64 frames and three passes: pass 1 reads each
+//! frame once, at fixed offsets, as little-endian words compared with
+//! tables kept in the same form (link key = the 12 address and port bytes;
+//! interface ids and ISD-AS pre-swapped; the link-type pair rule as a
+//! bitmask), and writes a 40-byte record per frame (expected MACs, new
+//! SegIDs and PathMeta, both new checksums, egress) into a fixed array; the
+//! MAC input block is built from the info and hop words with the CMAC
+//! subkey K1 already XORed in. Pass 2 encrypts all blocks of the chunk in
+//! one call (VAES, 16 blocks per pass: one hop MAC is a single AES block,
+//! a few ns). Pass 3 compares the MACs and, when they match, writes the
+//! 2-byte SegID and 4-byte PathMeta fields and a 42-byte per-interface
+//! underlay template with the lengths and checksums from pass 1 (UDP
+//! checksum updated incrementally, RFC 1624; IPv4 header sum precomputed
+//! per interface), then counts. When every frame of the batch is sent, the
+//! input batch itself goes out on output 0. No `Vec` grows per packet, no
+//! `SocketAddr` or endpoint is built, nothing is parsed twice.
+//!
+//! Anything else (IPv6 underlay, the internal network, extension headers,
+//! peering, alerts, expiry, local delivery, one-hop paths, every error)
+//! takes the **general pipeline** of `core.rs` in the same batch: stage 1
+//! reads the frame in place and records the MAC input blocks and 16-bit
+//! writes its verdict needs (its blocks join the chunk's AES call); stage 2
+//! compares MACs in constant time, applies the writes and rebuilds the
+//! underlay, or builds the SCMP reply in a fresh buffer (quote of at most
+//! 1232 bytes). A fast-path frame whose MAC does not match is still
+//! unchanged and is handed to the general pipeline, which answers it. Both
+//! give the same bytes, verdicts and counters (differential tests against
+//! `IMPL reference`, which runs the general pipeline one frame at a time
+//! with the textbook CMAC). Slow-path frames are never written. Click has
+//! no SCION elements.
+//!
+//! Measured (docs/performance.md): the fast path cut the instructions per
+//! packet from about 1500 to about 600 (transit) and 1850 to 700
+//! (crossover); what is left is the header walk and checks in pass 1
+//! (about two thirds of the cycles), the rewrite in pass 3 (a third) and
+//! AES (about 2 %).
 
 use super::core::{Dataplane, Verdict, DROP_NAMES, SCMP_CODES};
 use super::fastpath::FastPath;

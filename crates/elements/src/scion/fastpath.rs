@@ -256,12 +256,7 @@ impl FastPath {
                     nb += usize::from(rec.nmacs);
                 } else {
                     rec.nmacs = 0;
-                    let plan = dp.stage1(f);
-                    for x in &plan.blocks[..usize::from(plan.nmacs)] {
-                        s.blocks[nb] = mac.prepare(x);
-                        nb += 1;
-                    }
-                    s.plans.push(plan);
+                    nb = stage1(dp, f, &mut s.blocks, nb, &mut s.plans);
                 }
             }
             // Pass 2: every MAC of the chunk in one call.
@@ -563,6 +558,29 @@ fn count(st: &mut Stats, rec: &Rec) {
     }
 }
 
+/// Pass 1 of the general pipeline for a frame off the fast route: its
+/// plan, and its MAC blocks from `nb` on. Returns the next free block.
+/// Out of line, so that the fast route's loop keeps its registers.
+#[cold]
+#[inline(never)]
+fn stage1(
+    dp: &Dataplane,
+    f: &[u8],
+    blocks: &mut [[u8; 16]],
+    mut nb: usize,
+    plans: &mut Vec<Plan>,
+) -> usize {
+    let plan = dp.stage1(f);
+    for x in &plan.blocks[..usize::from(plan.nmacs)] {
+        if let Some(b) = blocks.get_mut(nb) {
+            *b = dp.hop_mac().prepare(x);
+        }
+        nb += 1;
+    }
+    plans.push(plan);
+    nb
+}
+
 /// A frame of the fast route whose MAC did not match, still unchanged:
 /// the general pipeline answers it (SCMP).
 #[cold]
@@ -578,7 +596,7 @@ fn general(dp: &mut Dataplane, p: &mut Packet) -> u8 {
 
 /// The general pipeline's second stage for one frame: the output port
 /// (3: discarded); an SCMP reply takes the frame's place.
-#[inline]
+#[inline(never)]
 fn finish(dp: &mut Dataplane, p: &mut Packet, plan: &Plan, macs: &[[u8; 16]]) -> u8 {
     let (v, reply) = dp.finish(p, plan, macs);
     match v {

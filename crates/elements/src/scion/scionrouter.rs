@@ -104,8 +104,8 @@
 //! Measured (docs/performance.md): the fast path cut the instructions per
 //! packet from about 1500 to about 600 (transit) and 1850 to 700
 //! (crossover); what is left is the header walk and checks in pass 1
-//! (about two thirds of the cycles), the rewrite in pass 3 (a third) and
-//! AES (about 2 %).
+//! (about three quarters of the cycles), the rewrite in pass 3 (a
+//! quarter) and AES (3-4 %).
 
 use super::core::{Dataplane, Verdict, DROP_NAMES, SCMP_CODES};
 use super::fastpath::FastPath;

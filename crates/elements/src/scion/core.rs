@@ -297,7 +297,7 @@ fn be32(b: &[u8], o: usize) -> u32 {
 
 /// Whether the link-type pair is allowed (§9.3 step 15).
 #[inline]
-fn pair_ok(from: LinkType, to: LinkType, xover: bool) -> bool {
+pub(super) fn pair_ok(from: LinkType, to: LinkType, xover: bool) -> bool {
     use LinkType::*;
     if xover {
         matches!((from, to), (Core, Child) | (Child, Core) | (Child, Child))
@@ -374,7 +374,7 @@ impl Dataplane {
     }
 
     #[inline]
-    fn iface(&self, ifid: u16) -> Option<usize> {
+    pub(super) fn iface(&self, ifid: u16) -> Option<usize> {
         let i = self.by_ifid[usize::from(ifid)];
         (i != NO_IF).then_some(usize::from(i))
     }
@@ -748,7 +748,7 @@ impl Dataplane {
     }
 
     #[inline]
-    fn expired(&self, ts: u32, exp: u8) -> bool {
+    pub(super) fn expired(&self, ts: u32, exp: u8) -> bool {
         let expiry = u64::from(ts) * 1_000_000_000 + (1 + u64::from(exp)) * EXP_UNIT_NS;
         expiry < self.now_ns
     }
@@ -1094,7 +1094,7 @@ fn addr_sum(a: &[u8; 16]) -> u32 {
 }
 
 #[inline]
-fn fold(mut s: u32) -> u16 {
+pub(super) fn fold(mut s: u32) -> u16 {
     s = (s & 0xffff) + (s >> 16);
     s = (s & 0xffff) + (s >> 16);
     s as u16
@@ -1103,14 +1103,20 @@ fn fold(mut s: u32) -> u16 {
 /// Sum of the UDP pseudo-header addresses and the ports of an endpoint pair
 /// (what changes when the underlay is rewritten; protocol and length stay).
 #[inline]
-fn ends_sum(src: &Ep, dst: &Ep) -> u32 {
+pub(super) fn ends_sum(src: &Ep, dst: &Ep) -> u32 {
     addr_sum(&src.ip) + addr_sum(&dst.ip) + u32::from(src.port) + u32::from(dst.port)
 }
 
 /// Writes Ethernet (zero addresses), IP and UDP headers in front of a SCION
 /// packet of `scion_len` bytes that starts at `ETH_LEN + ip_len + 8`. The
 /// UDP checksum is `csum` when given, else computed over the payload.
-fn write_underlay(d: &mut [u8], src: &Ep, dst: &Ep, scion_len: usize, csum: Option<u16>) {
+pub(super) fn write_underlay(
+    d: &mut [u8],
+    src: &Ep,
+    dst: &Ep,
+    scion_len: usize,
+    csum: Option<u16>,
+) {
     let ip_len = if dst.v4 { 20 } else { 40 };
     d[..12].fill(0);
     let u = ETH_LEN + ip_len;

@@ -6,6 +6,7 @@
 //! [`topology`] the reference router's configuration files.
 
 pub mod core;
+pub mod fastpath;
 pub mod mac;
 pub mod scionlinks;
 pub mod scionrouter;

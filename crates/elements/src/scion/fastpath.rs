@@ -1,0 +1,616 @@
+//! The `SCIONRouter`'s fast path (`IMPL fast`): the common case of a
+//! border router, a standard-path packet arriving on one of our links over
+//! IPv4 that transits (one hop-field MAC) or crosses over (two) to an
+//! interface reached over IPv4, handled in chunks of 64 frames and three
+//! passes with one compact record per frame and nothing else.
+//!
+//! 1. `Tables::classify` reads each frame once at fixed offsets (IPv4
+//!    without options, UDP at 34, SCION at 42), as little-endian words
+//!    compared with tables kept in that form, checks exactly what §9.3
+//!    checks on that route and fills a `Rec`: the expected MACs, the SegID
+//!    and PathMeta values to write, the new UDP and IPv4 checksums, ingress
+//!    and egress. The MAC input blocks (K1 already XORed in) go into one
+//!    array for the chunk. A frame that leaves this route anywhere (IPv6 or
+//!    IP options, the internal network, an extension header, peering,
+//!    alerts, expiry, local delivery, an error of any kind, a zero UDP
+//!    checksum) takes the general pipeline of [`Dataplane::stage1`]
+//!    instead, still sharing the batched AES.
+//! 2. All MAC blocks of the chunk are encrypted in one call (VAES, 16
+//!    blocks per pass).
+//! 3. `Tables::apply` compares the MACs, writes the path fields and the
+//!    new underlay from a per-interface 42-byte template. A MAC mismatch
+//!    sends the frame (still unchanged) through the general pipeline,
+//!    which builds the SCMP error.
+//!
+//! Every frame the fast path accepts gets the bytes, verdict and counters
+//! the general pipeline gives it (the differential tests compare both).
+
+use super::core::{ends_sum, fold, pair_ok, write_underlay, Dataplane, Ep, Plan, Stats, Verdict};
+use super::mac::HopMac;
+use super::topology::LinkType;
+use linerate_runtime::{Batch, Packet};
+use linerate_wire::scion::path::{
+    HOP_EGRESS_ALERT, HOP_INGRESS_ALERT, HOP_LEN, INFO_CONS_DIR, INFO_LEN, INFO_PEER, MAX_HOPS,
+};
+use linerate_wire::scion::{path_type, proto};
+
+/// Offset of the IPv4 header.
+const IP: usize = 14;
+/// Offset of the UDP header (IPv4 without options).
+const UDP: usize = 34;
+/// Offset of the SCION header.
+const SO: usize = 42;
+/// Frames per pass: the records and MAC blocks of a chunk stay in L1.
+const CHUNK: usize = 64;
+/// `by_ifid` entry of an unknown interface.
+const NO_IF: u8 = 0xff;
+/// The 48 bits of a hop MAC in a little-endian `u64`.
+const MAC_MASK: u64 = 0xffff_ffff_ffff;
+
+/// What pass 1 learnt about a frame on the fast route: everything pass 3
+/// writes, computed before the MAC is known.
+#[derive(Debug, Clone, Copy, Default)]
+struct Rec {
+    /// Expected MACs (6 bytes, little-endian).
+    exp: [u64; 2],
+    /// New PathMeta (the received word when it does not change).
+    meta: u32,
+    /// SegID writes: offsets in the SCION header (0: none) and the bytes
+    /// (little-endian view of the big-endian field).
+    seg_off: [u16; 2],
+    seg: [u16; 2],
+    /// New UDP and IPv4 header checksums.
+    udp_csum: u16,
+    ip_csum: u16,
+    /// Offset of the path in the SCION header.
+    po: u16,
+    /// SCION length.
+    len: u16,
+    /// MACs to check: 1 or 2; 0 for a frame on the general pipeline.
+    nmacs: u8,
+    ingress: u8,
+    egress: u8,
+}
+
+/// An external link of this router reached over IPv4, as found in a frame.
+#[derive(Debug, Clone, Copy)]
+struct Link {
+    /// Bytes 26 to 33 of a frame on the link (IPv4 source and destination)
+    /// and 34 to 37 (UDP ports), little-endian.
+    addrs: u64,
+    ports: u32,
+    /// `!fold(sum of those addresses and ports)` as the checksum update
+    /// counts them (the received part of the UDP checksum adjustment).
+    nends: u32,
+    idx: u8,
+}
+
+/// What the fast path needs of an interface.
+#[derive(Debug, Clone, Copy)]
+struct If {
+    /// Interface id as the little-endian view of its big-endian bytes.
+    ifid_le: u16,
+    /// `LinkType` as 0 to 3.
+    link: u8,
+    ours: bool,
+    /// Whether frames to it go over IPv4 (else: general pipeline).
+    v4: bool,
+    /// Ethernet, IPv4 and UDP headers of frames sent to it, with zero
+    /// lengths and checksums.
+    hdr: [u8; SO],
+    /// IPv4 header sum without the total length.
+    ip_sum: u32,
+    /// Sum of the new addresses and ports (UDP pseudo-header).
+    ends: u32,
+}
+
+/// Read-only tables.
+struct Tables {
+    /// Local ISD-AS as the little-endian view of its big-endian bytes.
+    ia_le: u64,
+    /// The CMAC subkey K1 as two little-endian words.
+    k1: [u64; 2],
+    links: Vec<Link>,
+    ifs: Vec<If>,
+    by_ifid: Box<[u8; 65536]>,
+    /// Bit `xover << 4 | from << 2 | to`: the link-type pair is allowed
+    /// (§9.3 step 15).
+    pairs: u32,
+}
+
+/// Per-chunk scratch, reused.
+struct Scratch {
+    recs: [Rec; CHUNK],
+    blocks: [[u8; 16]; 2 * CHUNK],
+    plans: Vec<Plan>,
+    ports: Vec<u8>,
+}
+
+/// The fast path's tables and scratch (no allocation once the largest
+/// batch has been seen).
+pub struct FastPath {
+    t: Tables,
+    s: Box<Scratch>,
+}
+
+#[inline(always)]
+fn be16(b: &[u8], o: usize) -> u16 {
+    u16::from_be_bytes([b[o], b[o + 1]])
+}
+
+#[inline(always)]
+fn be32(b: &[u8], o: usize) -> u32 {
+    u32::from_be_bytes([b[o], b[o + 1], b[o + 2], b[o + 3]])
+}
+
+/// `N` bytes at `o`, if there.
+#[inline(always)]
+fn arr<const N: usize>(b: &[u8], o: usize) -> Option<&[u8; N]> {
+    b.get(o..)?.first_chunk()
+}
+
+const LINKS: [LinkType; 4] = [
+    LinkType::Core,
+    LinkType::Parent,
+    LinkType::Child,
+    LinkType::Peer,
+];
+
+impl FastPath {
+    /// The tables for a data plane.
+    pub fn new(dp: &Dataplane) -> FastPath {
+        let ip4 = |e: &Ep| [e.ip[12], e.ip[13], e.ip[14], e.ip[15]];
+        let links = dp
+            .ifaces
+            .iter()
+            .enumerate()
+            .filter(|(_, f)| f.ours && f.local.v4 && f.remote.v4)
+            .map(|(i, f)| {
+                let (r, l) = (ip4(&f.remote), ip4(&f.local));
+                let (rp, lp) = (f.remote.port.to_be_bytes(), f.local.port.to_be_bytes());
+                Link {
+                    addrs: u64::from_le_bytes([r[0], r[1], r[2], r[3], l[0], l[1], l[2], l[3]]),
+                    ports: u32::from_le_bytes([rp[0], rp[1], lp[0], lp[1]]),
+                    nends: u32::from(!fold(ends_sum(&f.remote, &f.local))),
+                    idx: i as u8,
+                }
+            })
+            .collect();
+        let mut by_ifid = Box::new([NO_IF; 65536]);
+        let ifs = dp
+            .ifaces
+            .iter()
+            .enumerate()
+            .map(|(i, f)| {
+                by_ifid[usize::from(f.ifid)] = i as u8;
+                let mut hdr = [0u8; SO];
+                if f.dst.v4 {
+                    write_underlay(&mut hdr, &f.src, &f.dst, 0, Some(0));
+                }
+                let v4 = |a: &[u8; 16]| u32::from(be16(a, 12)) + u32::from(be16(a, 14));
+                If {
+                    ifid_le: f.ifid.swap_bytes(),
+                    link: f.link_to as u8,
+                    ours: f.ours,
+                    v4: f.dst.v4,
+                    hdr,
+                    ip_sum: 0x4500 + 0x4000 + 0x4011 + v4(&f.src.ip) + v4(&f.dst.ip),
+                    ends: ends_sum(&f.src, &f.dst),
+                }
+            })
+            .collect();
+        let k = dp.hop_mac().prepare(&[0; 16]);
+        let k1 = [
+            u64::from_le_bytes([k[0], k[1], k[2], k[3], k[4], k[5], k[6], k[7]]),
+            u64::from_le_bytes([k[8], k[9], k[10], k[11], k[12], k[13], k[14], k[15]]),
+        ];
+        let mut pairs = 0;
+        for x in [false, true] {
+            for a in LINKS {
+                for b in LINKS {
+                    if pair_ok(a, b, x) {
+                        pairs |= 1 << (u32::from(x) << 4 | (a as u32) << 2 | b as u32);
+                    }
+                }
+            }
+        }
+        FastPath {
+            t: Tables {
+                ia_le: u64::from_le_bytes(dp.ia.0.to_be_bytes()),
+                k1,
+                links,
+                ifs,
+                by_ifid,
+                pairs,
+            },
+            s: Box::new(Scratch {
+                recs: [Rec::default(); CHUNK],
+                blocks: [[0; 16]; 2 * CHUNK],
+                plans: Vec::new(),
+                ports: Vec::new(),
+            }),
+        }
+    }
+
+    /// Runs a batch through the router. Returns the batches for outputs 0
+    /// (sent: forwarded, delivered, SCMP replies), 1 (slow path) and 2
+    /// (dropped), in arrival order; when every frame is sent, output 0 is
+    /// the input batch itself.
+    pub fn process(&mut self, dp: &mut Dataplane, mut batch: Batch) -> [Batch; 3] {
+        let (t, s) = (&self.t, &mut *self.s);
+        s.ports.clear();
+        let mut others = 0usize;
+        let n = batch.len();
+        let mut a = 0;
+        while a < n {
+            let b = (a + CHUNK).min(n);
+            // Pass 1: records and MAC blocks.
+            s.plans.clear();
+            let mut nb = 0;
+            let mac: &HopMac = dp.hop_mac();
+            for (rec, p) in s.recs.iter_mut().zip(&batch.as_slice()[a..b]) {
+                let f = p.data();
+                if let Some(bl) = t.classify(dp, f, rec) {
+                    s.blocks[nb] = bl[0].to_le_bytes();
+                    s.blocks[nb + 1] = bl[1].to_le_bytes();
+                    nb += usize::from(rec.nmacs);
+                } else {
+                    rec.nmacs = 0;
+                    nb = stage1(dp, f, &mut s.blocks, nb, &mut s.plans);
+                }
+            }
+            // Pass 2: every MAC of the chunk in one call.
+            mac.finish_blocks(&mut s.blocks[..nb]);
+            // Pass 3: verdicts and rewrites.
+            let (mut k, mut g) = (0, 0);
+            for (rec, p) in s.recs.iter().zip(&mut batch.as_mut_slice()[a..b]) {
+                let port = if rec.nmacs > 0 {
+                    let n = usize::from(rec.nmacs);
+                    let port = t.apply(dp, p, rec, &s.blocks[k..k + n]);
+                    k += n;
+                    port
+                } else {
+                    let plan = &s.plans[g];
+                    g += 1;
+                    let n = usize::from(plan.nmacs);
+                    let port = finish(dp, p, plan, &s.blocks[k..k + n]);
+                    k += n;
+                    port
+                };
+                others += usize::from(port != 0);
+                s.ports.push(port);
+            }
+            a = b;
+        }
+        let mut outs = [Batch::new(), Batch::new(), Batch::new()];
+        if others == 0 {
+            outs[0] = batch;
+        } else {
+            for (p, &port) in batch.drain().zip(&s.ports) {
+                if let Some(o) = outs.get_mut(usize::from(port)) {
+                    o.push(p);
+                }
+            }
+        }
+        outs
+    }
+}
+
+impl Tables {
+    /// A MAC input block (§6: `0 0 SegID Timestamp 0 ExpTime ConsIngress
+    /// ConsEgress 0 0`) XORed with K1, from the little-endian views of an
+    /// info field with SegID `seg` and of a hop field's first 8 bytes.
+    #[inline(always)]
+    fn block(&self, info: u64, seg: u16, hop: u64) -> u128 {
+        let w0 = (info & 0xffff_ffff_0000_0000 | u64::from(seg) << 16) ^ self.k1[0];
+        let w1 = (hop & 0x0000_ffff_ffff_ff00) ^ self.k1[1];
+        u128::from(w1) << 64 | u128::from(w0)
+    }
+
+    /// Pass 1 for one frame: fills `rec` and returns the MAC blocks (K1
+    /// applied) if the frame is on the fast route (see the module
+    /// documentation), else `None`. Fields are read as little-endian views
+    /// of their big-endian bytes and compared with tables in that form.
+    #[inline(always)]
+    fn classify(&self, dp: &Dataplane, f: &[u8], rec: &mut Rec) -> Option<[u128; 2]> {
+        let le64 = |b: &[u8], o: usize| arr::<8>(b, o).map(|a| u64::from_le_bytes(*a));
+        // Underlay: Ethernet, IPv4 without options, not fragmented, UDP
+        // with a checksum, from one of our IPv4 links.
+        let u: &[u8; SO] = f.first_chunk()?;
+        let tl = usize::from(be16(u, IP + 2));
+        let ulen = usize::from(be16(u, UDP + 4));
+        let old_csum = be16(u, UDP + 6);
+        if be16(u, 12) != 0x0800
+            || u[IP] != 0x45
+            || u[IP + 9] != 17
+            || be16(u, IP + 6) & 0x3fff != 0
+            || tl < 28
+            || tl > f.len() - IP
+            || ulen < 8
+            || UDP + ulen > IP + tl
+            || old_csum == 0
+        {
+            return None;
+        }
+        let addrs = u64::from_le_bytes([u[26], u[27], u[28], u[29], u[30], u[31], u[32], u[33]]);
+        let ports = u32::from_le_bytes([u[34], u[35], u[36], u[37]]);
+        let link = self
+            .links
+            .iter()
+            .find(|l| l.addrs == addrs && l.ports == ports)?;
+        let in_if = self.ifs.get(usize::from(link.idx))?;
+        // SCION common and address header, a standard path right after
+        // them, no extension header, neither from nor to this AS (step 7
+        // for a frame from a neighbour that is not at its last hop).
+        let s = f.get(SO..UDP + ulen)?;
+        let c: &[u8; 28] = s.first_chunk()?;
+        let hlen = usize::from(c[5]) * 4;
+        let po = 36 + 4 * usize::from(c[9] >> 4 & 3) + 4 * usize::from(c[9] & 3);
+        let dst_ia = u64::from_le_bytes([c[12], c[13], c[14], c[15], c[16], c[17], c[18], c[19]]);
+        let src_ia = u64::from_le_bytes([c[20], c[21], c[22], c[23], c[24], c[25], c[26], c[27]]);
+        if hlen < po + 4
+            || s.len() < hlen
+            || c[8] != path_type::SCION
+            || c[4] == proto::HBH
+            || c[4] == proto::E2E
+            || usize::from(be16(c, 6)) != s.len() - hlen
+            || dst_ia == self.ia_le
+            || src_ia == self.ia_le
+        {
+            return None;
+        }
+        // PathMeta: NumINF valid, no SegLen of 1 (step 2), within MaxHops,
+        // the path in the header; step 1.
+        let word = be32(arr::<4>(s, po)?, 0);
+        let s0 = (word >> 12 & 0x3f) as usize;
+        let s1 = (word >> 6 & 0x3f) as usize;
+        let s2 = (word & 0x3f) as usize;
+        if s0 <= 1 || s1 == 1 || s2 == 1 || (s1 == 0 && s2 != 0) {
+            return None;
+        }
+        let ninf = 1 + usize::from(s1 != 0) + usize::from(s2 != 0);
+        let nhops = s0 + s1 + s2;
+        // Segment `i` holds hops `bound[i]..bound[i + 1]`.
+        let bound = [0, s0, s0 + s1, nhops];
+        let hf = (word >> 24 & 0x3f) as usize;
+        let inf = (word >> 30) as usize;
+        let hops = po + 4 + INFO_LEN * ninf;
+        if nhops > MAX_HOPS
+            || hops + HOP_LEN * nhops > hlen
+            || hf + 1 >= nhops
+            || inf >= ninf
+            || hf < bound[inf]
+            || hf >= bound[inf + 1]
+        {
+            return None;
+        }
+        let info_off = po + 4 + INFO_LEN * inf;
+        let info = le64(s, info_off)?;
+        let hop_off = hops + HOP_LEN * hf;
+        let hop = le64(s, hop_off)?;
+        let flags = info as u8;
+        let mut cons_dir = flags & INFO_CONS_DIR != 0;
+        // Steps 2 (no peering here) to 5 and 11.
+        let ts = ((info >> 32) as u32).swap_bytes();
+        let (trav_in, in_alert) = if cons_dir {
+            ((hop >> 16) as u16, HOP_INGRESS_ALERT)
+        } else {
+            ((hop >> 32) as u16, HOP_EGRESS_ALERT)
+        };
+        if flags & INFO_PEER != 0
+            || dp.expired(ts, (hop >> 8) as u8)
+            || trav_in != in_if.ifid_le
+            || hop as u8 & in_alert != 0
+        {
+            return None;
+        }
+        // Steps 9 and 10. `delta` is the ones'-complement change of the
+        // SCION bytes (see `apply`).
+        let mut delta = 0u32;
+        let mut seg_id = (info >> 16) as u16;
+        rec.seg_off = [0; 2];
+        let mut nseg = 0;
+        if !cons_dir {
+            let new = seg_id ^ (hop >> 48) as u16;
+            delta += u32::from(!seg_id.swap_bytes()) + u32::from(new.swap_bytes());
+            seg_id = new;
+            rec.seg_off[0] = (info_off + 2) as u16;
+            rec.seg[0] = new;
+            nseg = 1;
+        }
+        let mut blocks = [self.block(info, seg_id, hop), 0];
+        rec.exp[0] = le64(s, hop_off + 4)? >> 16;
+        rec.nmacs = 1;
+        // Step 13: a crossover checks the first hop of the next segment.
+        let xover = hf + 1 == bound[inf + 1];
+        let (mut cur_hf, mut cur_inf) = (hf, inf);
+        let (mut info_off, mut info, mut hop) = (info_off, info, hop);
+        if xover {
+            cur_hf = hf + 1;
+            cur_inf = inf + 1;
+            info_off = po + 4 + INFO_LEN * cur_inf;
+            info = le64(s, info_off)?;
+            let hop_off = hops + HOP_LEN * cur_hf;
+            hop = le64(s, hop_off)?;
+            cons_dir = info as u8 & INFO_CONS_DIR != 0;
+            if dp.expired(((info >> 32) as u32).swap_bytes(), (hop >> 8) as u8) {
+                return None;
+            }
+            blocks[1] = self.block(info, (info >> 16) as u16, hop);
+            rec.exp[1] = le64(s, hop_off + 4)? >> 16;
+            rec.nmacs = 2;
+        }
+        // Steps 14 and 15.
+        let egress_le = if cons_dir { hop >> 32 } else { hop >> 16 } as u16;
+        let egress = self.by_ifid[usize::from(egress_le.swap_bytes())];
+        let eg_if = self.ifs.get(usize::from(egress))?;
+        let pair = u32::from(xover) << 4 | u32::from(in_if.link) << 2 | u32::from(eg_if.link);
+        if !eg_if.v4 || self.pairs >> pair & 1 == 0 {
+            return None;
+        }
+        if eg_if.ours {
+            // Steps 16 and 18.
+            let eg_alert = if cons_dir {
+                HOP_EGRESS_ALERT
+            } else {
+                HOP_INGRESS_ALERT
+            };
+            if hop as u8 & eg_alert != 0 || cur_hf + 1 >= nhops {
+                return None;
+            }
+            if cons_dir {
+                let old = (info >> 16) as u16;
+                let new = old ^ (hop >> 48) as u16;
+                delta += u32::from(!old.swap_bytes()) + u32::from(new.swap_bytes());
+                rec.seg_off[nseg] = (info_off + 2) as u16;
+                rec.seg[nseg] = new;
+            }
+            cur_hf += 1;
+            cur_inf += usize::from(cur_hf == *bound.get(cur_inf + 1)?);
+        }
+        rec.meta = if xover || eg_if.ours {
+            (cur_inf as u32) << 30 | (cur_hf as u32) << 24 | word & 0x3_ffff
+        } else {
+            word
+        };
+        delta += u32::from(!(word >> 16) as u16)
+            + u32::from(!(word as u16))
+            + (rec.meta >> 16)
+            + (rec.meta & 0xffff);
+        // The underlay rewrite (RFC 1624 update of the received UDP
+        // checksum). Every sum here is positive, so folding any sum
+        // congruent modulo 0xffff to the general pipeline's (which writes
+        // PathMeta once per stage) gives the same checksum.
+        let c = !fold(u32::from(!old_csum) + link.nends + eg_if.ends + delta);
+        rec.udp_csum = if c == 0 { 0xffff } else { c };
+        rec.ip_csum = !fold(eg_if.ip_sum + 28 + s.len() as u32);
+        rec.po = po as u16;
+        rec.len = s.len() as u16;
+        rec.ingress = link.idx;
+        rec.egress = egress;
+        Some(blocks)
+    }
+
+    /// Pass 3 for a frame on the fast route: the output port.
+    #[inline(always)]
+    fn apply(&self, dp: &mut Dataplane, p: &mut Packet, rec: &Rec, macs: &[[u8; 16]]) -> u8 {
+        let got = |m: &[u8; 16]| {
+            u64::from_le_bytes([m[0], m[1], m[2], m[3], m[4], m[5], m[6], m[7]]) & MAC_MASK
+        };
+        let mut bad = got(&macs[0]) ^ rec.exp[0];
+        if let Some(m) = macs.get(1) {
+            bad |= got(m) ^ rec.exp[1];
+        }
+        let Some(out) = self.ifs.get(usize::from(rec.egress)).filter(|_| bad == 0) else {
+            return general(dp, p);
+        };
+        let len = usize::from(rec.len);
+        let d = p.data_mut();
+        let Some((h, rest)) = d.split_first_chunk_mut::<SO>() else {
+            return general(dp, p);
+        };
+        let Some(s) = rest.get_mut(..len) else {
+            return general(dp, p);
+        };
+        for (&o, &v) in rec.seg_off.iter().zip(&rec.seg) {
+            let w = match o {
+                0 => None,
+                o => s
+                    .get_mut(usize::from(o)..)
+                    .and_then(|w| w.first_chunk_mut()),
+            };
+            if let Some(w) = w {
+                *w = v.to_le_bytes();
+            }
+        }
+        if let Some(w) = s
+            .get_mut(usize::from(rec.po)..)
+            .and_then(|w| w.first_chunk_mut())
+        {
+            *w = rec.meta.to_be_bytes();
+        }
+        let ulen = (8 + len) as u16;
+        *h = out.hdr;
+        h[IP + 2..IP + 4].copy_from_slice(&(20 + ulen).to_be_bytes());
+        h[IP + 10..IP + 12].copy_from_slice(&rec.ip_csum.to_be_bytes());
+        h[UDP + 4..UDP + 6].copy_from_slice(&ulen.to_be_bytes());
+        h[UDP + 6..UDP + 8].copy_from_slice(&rec.udp_csum.to_be_bytes());
+        let extra = p.len().saturating_sub(SO + len);
+        if extra > 0 {
+            p.take(extra);
+        }
+        count(&mut dp.stats, rec);
+        0
+    }
+}
+
+/// Counts a forwarded frame on its ingress and egress.
+#[inline(always)]
+fn count(st: &mut Stats, rec: &Rec) {
+    let bytes = u64::from(rec.len);
+    if let Some(i) = st.ifs.get_mut(usize::from(rec.ingress)) {
+        i.in_pkts += 1;
+        i.in_bytes += bytes;
+    }
+    if let Some(e) = st.ifs.get_mut(usize::from(rec.egress)) {
+        e.out_pkts += 1;
+        e.out_bytes += bytes;
+    }
+}
+
+/// Pass 1 of the general pipeline for a frame off the fast route: its
+/// plan, and its MAC blocks from `nb` on. Returns the next free block.
+/// Out of line, so that the fast route's loop keeps its registers.
+#[cold]
+#[inline(never)]
+fn stage1(
+    dp: &Dataplane,
+    f: &[u8],
+    blocks: &mut [[u8; 16]],
+    mut nb: usize,
+    plans: &mut Vec<Plan>,
+) -> usize {
+    let plan = dp.stage1(f);
+    for x in &plan.blocks[..usize::from(plan.nmacs)] {
+        if let Some(b) = blocks.get_mut(nb) {
+            *b = dp.hop_mac().prepare(x);
+        }
+        nb += 1;
+    }
+    plans.push(plan);
+    nb
+}
+
+/// A frame of the fast route whose MAC did not match, still unchanged:
+/// the general pipeline answers it (SCMP).
+#[cold]
+fn general(dp: &mut Dataplane, p: &mut Packet) -> u8 {
+    let plan = dp.stage1(p.data());
+    let n = usize::from(plan.nmacs);
+    let mut m = [[0u8; 16]; 2];
+    for (x, b) in m.iter_mut().zip(&plan.blocks).take(n) {
+        *x = dp.hop_mac().cmac(b);
+    }
+    finish(dp, p, &plan, &m[..n])
+}
+
+/// The general pipeline's second stage for one frame: the output port
+/// (3: discarded); an SCMP reply takes the frame's place.
+#[inline(never)]
+fn finish(dp: &mut Dataplane, p: &mut Packet, plan: &Plan, macs: &[[u8; 16]]) -> u8 {
+    let (v, reply) = dp.finish(p, plan, macs);
+    match v {
+        Verdict::Forward(_) | Verdict::Deliver(_) => 0,
+        Verdict::Scmp(..) => match reply {
+            Some(r) => {
+                *p = r;
+                0
+            }
+            // Not reached: `finish` turns an SCMP verdict without a reply
+            // into a drop. Discarded, as the general element did.
+            None => 3,
+        },
+        Verdict::Slow => 1,
+        Verdict::Drop(_) => 2,
+    }
+}

@@ -400,6 +400,9 @@ fn chunk(a: u128, base: u32) -> usize {
 /// Nodes hold absolute indices into the arrays.
 pub struct Poptrie6 {
     top: Vec<Slot>,
+    /// What lookups read of each slot (struct of arrays, 512 KiB): its
+    /// leaf, and its root's index plus one (0: no subtrie).
+    first: Vec<[u32; 2]>,
     nodes: Vec<Node>,
     leaves: Vec<u32>,
     /// Entries of `nodes` and `leaves` no subtrie uses.
@@ -420,6 +423,7 @@ impl Poptrie6 {
     pub fn new() -> Self {
         Poptrie6 {
             top: vec![Slot::default(); TOP],
+            first: vec![[0; 2]; TOP],
             nodes: Vec::new(),
             leaves: Vec::new(),
             dead_nodes: 0,
@@ -430,6 +434,12 @@ impl Poptrie6 {
     /// Trie nodes in use (over all subtries).
     pub fn nodes(&self) -> usize {
         self.nodes.len() - self.dead_nodes
+    }
+
+    /// Copy slot `s`'s lookup fields to `first`.
+    fn sync(&mut self, s: usize) {
+        let t = &self.top[s];
+        self.first[s] = [t.leaf, if t.nnodes != 0 { t.node0 + 1 } else { 0 }];
     }
 
     fn rebuild(&mut self, rib: &Rib<u128>, s: usize) {
@@ -487,6 +497,7 @@ impl Poptrie6 {
         t.nnodes = nn as u32;
         t.leaf0 = leaf0 as u32;
         t.nleaves = nl as u32;
+        self.sync(s);
         if 2 * self.dead_nodes > self.nodes.len() || 2 * self.dead_leaves > self.leaves.len() {
             self.compact();
         }
@@ -496,7 +507,7 @@ impl Poptrie6 {
     fn compact(&mut self) {
         let mut nodes = Vec::with_capacity(self.nodes.len() - self.dead_nodes);
         let mut leaves = Vec::with_capacity(self.leaves.len() - self.dead_leaves);
-        for t in self.top.iter_mut() {
+        for (t, f) in self.top.iter_mut().zip(self.first.iter_mut()) {
             let (n0, l0) = (nodes.len() as u32, leaves.len() as u32);
             let old = &self.nodes[t.node0 as usize..][..t.nnodes as usize];
             nodes.extend(old.iter().map(|n| Node {
@@ -507,6 +518,7 @@ impl Poptrie6 {
             leaves.extend_from_slice(&self.leaves[t.leaf0 as usize..][..t.nleaves as usize]);
             t.node0 = n0;
             t.leaf0 = l0;
+            f[1] = if t.nnodes != 0 { n0 + 1 } else { 0 };
         }
         self.nodes = nodes;
         self.leaves = leaves;
@@ -591,6 +603,7 @@ impl Fib6 for Poptrie6 {
             if pred(self.top[s].depth, len) {
                 self.top[s].leaf = nh;
                 self.top[s].depth = d;
+                self.sync(s);
                 if self.top[s].nnodes != 0 {
                     self.rebuild(rib, s);
                 }
@@ -619,18 +632,18 @@ impl Poptrie6 {
         let mut act = [0u8; 256];
         let mut node = [0u32; 256];
         let mut base = [0u8; 256];
-        let top = &self.top[..TOP];
+        let first = &self.first[..TOP];
         for &a in addrs {
-            prefetch(&top[(a >> 112) as usize]);
+            prefetch(&first[(a >> 112) as usize]);
         }
         let mut na = 0;
         for (i, (&a, o)) in addrs.iter().zip(out.iter_mut()).enumerate() {
-            let t = &top[(a >> 112) as usize];
-            if t.nnodes == 0 {
-                *o = t.leaf;
-            } else if let Some(n) = self.nodes.get(t.node0 as usize) {
+            let [leaf, root] = first[(a >> 112) as usize];
+            if root == 0 {
+                *o = leaf;
+            } else if let Some(n) = self.nodes.get(root as usize - 1) {
                 prefetch(n);
-                node[i] = t.node0;
+                node[i] = root - 1;
                 base[i] = 16;
                 act[na] = i as u8;
                 na += 1;

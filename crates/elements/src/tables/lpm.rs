@@ -100,13 +100,13 @@
 //! there (see docs/performance.md). Profiles: with 65,536 random
 //! destinations the IPv4 time sits on the prefetches themselves, which
 //! stall once the core's outstanding misses are used up (the lookup is
-//! bound by memory-level parallelism, about 30 cycles a packet); about 150
-//! instructions a packet remain (extraction, routing to four outputs,
-//! annotation), which bound the cache-resident row. The IPv6 walk is 6 to
-//! 8 dependent loads for a /48 (nodes, then the leaf); the
-//! level-synchronous walk overlaps them across packets but each round
-//! still waits on the slowest, and about 480 instructions a packet go to
-//! the walk's bookkeeping. Output batches per port and the framework's
+//! bound by memory-level parallelism); the element's 150 instructions a
+//! packet (`perf stat`: extraction, routing to four outputs, annotation)
+//! bound the cache-resident row. The IPv6 walk is 6 to 8 dependent loads
+//! for a /48 (nodes, then the leaf); the level-synchronous walk overlaps
+//! them across packets but each round still waits on the slowest, and
+//! the element takes about 480 instructions a packet, most of them the
+//! walk's per-level bookkeeping. Output batches per port and the framework's
 //! per-batch work are part of every row.
 
 use super::lpmtable::{

@@ -402,7 +402,10 @@ impl Cuckoo {
         let n = keys.len().min(locs.len()).min(out.len()).min(N);
         let mut cand = [0u32; N];
         let mut has = 0u64;
-        let mut v = valid & (u64::MAX >> (64 - n.max(1)));
+        if n == 0 {
+            return 0;
+        }
+        let mut v = valid & (u64::MAX >> (64 - n));
         while v != 0 {
             let i = v.trailing_zeros() as usize;
             v &= v - 1;

@@ -81,17 +81,17 @@
 //! table freed earlier is already mapped with 4 KiB pages, and the first
 //! call alone left such a table without a single huge page). A random
 //! lookup in the 75 MB table then costs a cache miss, not also a TLB miss
-//! and a page walk; this halved the cost of the 1M-key rows. Nothing is
+//! and a page walk; this took 15-30 % off the 1M-key rows. Nothing is
 //! allocated per packet; hits stay in the batch and misses are split off
 //! in one pass, keeping order.
 //!
 //! Measured (`linerate bench elements CuckooHash`, 1,000,000 keys, on a
-//! shared 2-vCPU VM; docs/performance.md): about 30 ns per packet, short
-//! of the 60 Mpps (16.7 ns). The profile: about 255 instructions
-//! a packet (key extraction, hashing, the stages' bookkeeping, splitting
-//! the batch) and, with the whole table in play, the prefetches of 64
-//! packets' buckets and entries waiting on DRAM once the core's
-//! outstanding misses are used up.
+//! shared 2-vCPU VM; docs/performance.md): 35 to 55 ns per packet with
+//! all keys found, short of the 60 Mpps (16.7 ns). The profile:
+//! about 255 instructions a packet (key extraction, hashing, the stages'
+//! bookkeeping, splitting the batch) and, with the whole table in play,
+//! the prefetches of 64 packets' buckets and entries waiting on DRAM once
+//! the core's outstanding misses are used up.
 
 use super::cuckoocore::{read_table, table_lines, Cuckoo, Key, KeySpec, Loc};
 use linerate_args::{Args, Raw};

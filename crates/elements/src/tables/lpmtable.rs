@@ -123,11 +123,6 @@ pub trait Fib4: Send + 'static {
     fn update(&mut self, rib: &Rib<u32>, addr: u32, len: u8);
     /// Next-hop ids for `addrs` into `out` (same length; 0: no route).
     fn lookup(&self, addrs: &[u32], out: &mut [u32]);
-    /// The table as DIR-24-8, for callers that fuse its lookups into
-    /// their own per-packet loops.
-    fn as_dir248(&self) -> Option<&Dir248> {
-        None
-    }
     /// A large route set was loaded: fold the table's memory into 2 MiB
     /// pages (random lookups then miss in the cache but not also in the
     /// TLB).
@@ -201,13 +196,13 @@ impl Dir248 {
 
     /// Start loading the first-level entry of `a`.
     #[inline(always)]
-    pub fn prefetch(&self, a: u32) {
+    fn prefetch(&self, a: u32) {
         prefetch(&self.tbl24[(a >> 8) as usize]);
     }
 
     /// The next-hop id of `a` (0: no route).
     #[inline(always)]
-    pub fn get(&self, a: u32) -> u32 {
+    fn get(&self, a: u32) -> u32 {
         let e = self.tbl24[(a >> 8) as usize];
         if e & EXT == 0 {
             e
@@ -320,10 +315,6 @@ impl Fib4 for Dir248 {
         for (&a, o) in addrs.iter().zip(out.iter_mut()) {
             *o = self.get(a);
         }
-    }
-
-    fn as_dir248(&self) -> Option<&Dir248> {
-        Some(self)
     }
 
     fn settle(&self) {

@@ -230,20 +230,6 @@ impl KeySpec {
         Some(pack(&b))
     }
 
-    /// The keys of a group of packets.
-    #[inline(always)]
-    pub(crate) fn extract_batch(&self, pkts: &[Packet], out: &mut [Option<Key>]) {
-        if *self == KeySpec::Flow {
-            for (o, p) in out.iter_mut().zip(pkts) {
-                *o = FlowKey::from_packet(p).map(|f| flow_key(&f));
-            }
-        } else {
-            for (o, p) in out.iter_mut().zip(pkts) {
-                *o = self.extract(p);
-            }
-        }
-    }
-
     /// Parse the text form of a key (handlers and table files): a 5-tuple
     /// `SADDR SPORT DADDR DPORT PROTO` for `FLOW`, an address for `SRC` and
     /// `DST`, hexadecimal bytes otherwise.
@@ -289,7 +275,7 @@ struct Entry {
 
 /// Where a key may live: its two buckets and its tag.
 #[derive(Clone, Copy, Default)]
-struct Loc {
+pub(crate) struct Loc {
     b1: u32,
     b2: u32,
     tag: u16,
@@ -394,51 +380,91 @@ impl Cuckoo {
             .map(|s| self.entries[s].value)
     }
 
+    /// Stage 1 of a batched lookup: where `k` may live, with both
+    /// candidate buckets' tags prefetched. Callers locate each key as soon
+    /// as they have extracted it, so the misses overlap the extraction of
+    /// the keys after it.
+    #[inline(always)]
+    pub(crate) fn locate(&self, k: &Key) -> Loc {
+        let l = self.loc(hash(k));
+        prefetch(&self.tags[l.b1 as usize]);
+        prefetch(&self.tags[l.b2 as usize]);
+        l
+    }
+
+    /// Stages 2 and 3 for up to 64 located keys (`keys[i]` at `locs[i]`,
+    /// bit `i` of `valid` set for the keys that exist): compare every
+    /// key's tags and prefetch its matching slot, then compare keys. The
+    /// value of key `i` goes to `out[i]`; returns the mask of keys found.
+    #[inline]
+    pub(crate) fn resolve(&self, keys: &[Key], locs: &[Loc], valid: u64, out: &mut [u32]) -> u64 {
+        const N: usize = 64;
+        let n = keys.len().min(locs.len()).min(out.len()).min(N);
+        let mut cand = [0u32; N];
+        let mut has = 0u64;
+        if n == 0 {
+            return 0;
+        }
+        let mut v = valid & (u64::MAX >> (64 - n));
+        while v != 0 {
+            let i = v.trailing_zeros() as usize;
+            v &= v - 1;
+            let l = locs[i];
+            let m1 = match_mask(&self.tags[l.b1 as usize], l.tag);
+            let m2 = match_mask(&self.tags[l.b2 as usize], l.tag);
+            let s = if m1 != 0 {
+                l.b1 as usize * SLOTS + m1.trailing_zeros() as usize
+            } else if m2 != 0 {
+                l.b2 as usize * SLOTS + m2.trailing_zeros() as usize
+            } else {
+                continue;
+            };
+            prefetch(&self.entries[s]);
+            cand[i] = s as u32;
+            has |= 1 << i;
+        }
+        let mut found = 0u64;
+        while has != 0 {
+            let i = has.trailing_zeros() as usize;
+            has &= has - 1;
+            let e = &self.entries[cand[i] as usize];
+            let v = if key_eq(&e.key, &keys[i]) {
+                Some(e.value)
+            } else {
+                // A tag collision: search both buckets in full.
+                self.find(&keys[i], locs[i]).map(|s| self.entries[s].value)
+            };
+            if let Some(v) = v {
+                out[i] = v;
+                found |= 1 << i;
+            }
+        }
+        found
+    }
+
     /// Look up `keys[i]` (`None`: no key) into `out[i]`, for up to 64
-    /// keys: hash every key and prefetch both candidate buckets' tags,
-    /// then compare tags and prefetch the matching entries, then compare
-    /// keys, so that the memory accesses of the whole group overlap.
+    /// keys: [`locate`](Self::locate) every key, then
+    /// [`resolve`](Self::resolve) them, so that the memory accesses of the
+    /// whole group overlap (as DPDK's `rte_hash_lookup_bulk`).
     #[inline]
     pub(crate) fn get_batch(&self, keys: &[Option<Key>], out: &mut [Option<u32>]) {
         const N: usize = 64;
         debug_assert!(keys.len() <= N && out.len() >= keys.len());
+        let mut ks = [[0u64; 5]; N];
         let mut locs = [Loc::default(); N];
-        let mut cand = [u32::MAX; N];
-        for (k, l) in keys.iter().zip(locs.iter_mut()) {
+        let mut valid = 0u64;
+        for (i, k) in keys.iter().enumerate().take(N) {
             if let Some(k) = k {
-                *l = self.loc(hash(k));
-                prefetch(&self.tags[l.b1 as usize]);
-                prefetch(&self.tags[l.b2 as usize]);
+                ks[i] = *k;
+                locs[i] = self.locate(k);
+                valid |= 1 << i;
             }
         }
-        for ((k, l), c) in keys.iter().zip(&locs).zip(cand.iter_mut()) {
-            if k.is_some() {
-                let m1 = match_mask(&self.tags[l.b1 as usize], l.tag);
-                let m2 = match_mask(&self.tags[l.b2 as usize], l.tag);
-                let s = if m1 != 0 {
-                    l.b1 as usize * SLOTS + m1.trailing_zeros() as usize
-                } else if m2 != 0 {
-                    l.b2 as usize * SLOTS + m2.trailing_zeros() as usize
-                } else {
-                    continue;
-                };
-                prefetch(&self.entries[s]);
-                *c = s as u32;
-            }
-        }
-        for i in 0..keys.len() {
-            out[i] = match (&keys[i], cand[i]) {
-                (None, _) | (_, u32::MAX) => None,
-                (Some(k), c) => {
-                    let e = &self.entries[c as usize];
-                    if key_eq(&e.key, k) {
-                        Some(e.value)
-                    } else {
-                        // A tag collision: search both buckets in full.
-                        self.find(k, locs[i]).map(|s| self.entries[s].value)
-                    }
-                }
-            };
+        let n = keys.len().min(N);
+        let mut vals = [0u32; N];
+        let found = self.resolve(&ks[..n], &locs[..n], valid, &mut vals[..n]);
+        for (i, o) in out.iter_mut().enumerate().take(n) {
+            *o = (found >> i & 1 != 0).then_some(vals[i]);
         }
     }
 
@@ -532,26 +558,57 @@ impl Cuckoo {
     }
 }
 
+/// Give `advice` (`MADV_HUGEPAGE`, `MADV_COLLAPSE`) for the whole 2 MiB
+/// pages inside `bytes` bytes from `start`, memory the caller owns.
+#[cfg(target_os = "linux")]
+fn advise(start: usize, bytes: usize, advice: libc::c_int) {
+    const HUGE: usize = 2 << 20;
+    let (a, b) = (start.next_multiple_of(HUGE), (start + bytes) & !(HUGE - 1));
+    if b > a {
+        // SAFETY: the range lies inside an allocation the caller owns;
+        // MADV_HUGEPAGE and MADV_COLLAPSE only change the size of the pages
+        // backing it, never its contents. Failure (an older kernel, no
+        // free huge page) is harmless and ignored.
+        unsafe { libc::madvise(a as *mut libc::c_void, b - a, advice) };
+    }
+}
+
+/// Ask the kernel to back `v` with 2 MiB pages: pages not touched yet get
+/// them when first written (`MADV_HUGEPAGE`) and, with `collapse`, pages
+/// already mapped with 4 KiB pages are folded into huge pages now
+/// (`MADV_COLLAPSE`, Linux 6.1 and later; it also fills untouched ranges,
+/// so it is for tables that are mostly written).
+pub(crate) fn huge_pages<T>(v: &[T], collapse: bool) {
+    #[cfg(target_os = "linux")]
+    {
+        let (start, bytes) = (v.as_ptr() as usize, std::mem::size_of_val(v));
+        advise(start, bytes, libc::MADV_HUGEPAGE);
+        if collapse {
+            advise(start, bytes, libc::MADV_COLLAPSE);
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = (v, collapse);
+}
+
 /// A vector of `n` copies of `v` whose memory the kernel is asked to back
 /// with 2 MiB pages: a lookup in a table of tens of megabytes then costs a
 /// cache miss, not also a TLB miss and a page walk (which under
-/// virtualisation reads up to 24 page-table entries).
+/// virtualisation reads up to 24 page-table entries). Fresh memory gets
+/// huge pages as it is filled; memory the allocator hands back from an
+/// earlier, freed table is already mapped with 4 KiB pages and is
+/// collapsed after the fill (without that, measured, a router built after
+/// another one got no huge page at all).
 pub(crate) fn huge_vec<T: Clone>(n: usize, v: T) -> Vec<T> {
     let mut x: Vec<T> = Vec::with_capacity(n);
     #[cfg(target_os = "linux")]
-    {
-        const HUGE: usize = 2 << 20;
-        let start = x.as_ptr() as usize;
-        let end = start + n * std::mem::size_of::<T>();
-        let (a, b) = (start.next_multiple_of(HUGE), end & !(HUGE - 1));
-        if b > a {
-            // SAFETY: the range lies inside the vector's own, still
-            // untouched allocation; MADV_HUGEPAGE only changes how the
-            // kernel backs it. Failure is harmless and ignored.
-            unsafe { libc::madvise(a as *mut libc::c_void, b - a, libc::MADV_HUGEPAGE) };
-        }
-    }
+    advise(
+        x.as_ptr() as usize,
+        n * std::mem::size_of::<T>(),
+        libc::MADV_HUGEPAGE,
+    );
     x.resize(n, v);
+    huge_pages(&x, true);
     x
 }
 

@@ -65,28 +65,35 @@
 //! key, at most 85 % full) in struct-of-arrays form: the buckets' 16-bit
 //! tags in one array (16 bytes a bucket, four buckets a cache line), keys
 //! and values in another, one 64-byte line per slot. A batch is looked up
-//! 64 packets at a time in three passes, as DPDK's `rte_hash` bulk lookup:
-//! extract and hash every key and prefetch both candidate buckets' tags;
-//! compare tags (one vector compare per bucket) and prefetch the matching
-//! slots; compare keys and annotate. The memory accesses of the 64 packets
-//! overlap instead of following each other. Inserts move keys to their
-//! other bucket along the shortest path a breadth-first search finds (at
-//! most 512 buckets). Both arrays are backed by 2 MiB pages where the
-//! kernel allows (`madvise`): a random lookup in a 75 MB table would
-//! otherwise add a TLB miss and a page walk to its cache miss. Nothing is
+//! 64 packets at a time in stages, as DPDK's `rte_hash_lookup_bulk`: each
+//! packet's key is extracted, hashed and both candidate buckets' tags
+//! prefetched at once, so the misses overlap the extraction of the
+//! following packets; then every key's tags are compared (one vector
+//! compare per bucket) and its matching slot prefetched; then keys are
+//! compared and hits annotated. The group's keys, locations and values
+//! are arrays on the stack and which packets have a key, and which were
+//! found, are 64-bit masks, so the later stages skip the others without a
+//! branch per packet. Inserts move keys to their other bucket along the
+//! shortest path a breadth-first search finds (at most 512 buckets).
+//!
+//! Both arrays are backed by 2 MiB pages: `MADV_HUGEPAGE` before they are
+//! filled and `MADV_COLLAPSE` after (memory the allocator reuses from a
+//! table freed earlier is already mapped with 4 KiB pages, and the first
+//! call alone left such a table without a single huge page). A random
+//! lookup in the 75 MB table then costs a cache miss, not also a TLB miss
+//! and a page walk; this took 15-30 % off the 1M-key rows. Nothing is
 //! allocated per packet; hits stay in the batch and misses are split off
 //! in one pass, keeping order.
 //!
 //! Measured (`linerate bench elements CuckooHash`, 1,000,000 keys, on a
-//! shared 2-vCPU VM): about 73 ns per packet, 7.6 times the reference, far
-//! from the 60 Mpps. The profile shows two causes: with a small
-//! working set in cache a lookup still costs about 140 cycles and 250
-//! instructions (key extraction, hashing, the three passes' bookkeeping);
-//! with the whole table in play the prefetches of 64 packets' buckets and
-//! entries wait on DRAM (the 75 MB table and the 64 MB trace share the
-//! last-level cache with other tenants).
+//! shared 2-vCPU VM; docs/performance.md): 35 to 55 ns per packet with
+//! all keys found, short of the 60 Mpps (16.7 ns). The profile:
+//! about 255 instructions a packet (key extraction, hashing, the stages'
+//! bookkeeping, splitting the batch) and, with the whole table in play,
+//! the prefetches of 64 packets' buckets and entries waiting on DRAM once
+//! the core's outstanding misses are used up.
 
-use super::cuckoocore::{read_table, table_lines, Cuckoo, Key, KeySpec};
+use super::cuckoocore::{read_table, table_lines, Cuckoo, Key, KeySpec, Loc};
 use linerate_args::{Args, Raw};
 use linerate_runtime::anno::anno_by_name;
 use linerate_runtime::{Batch, ConfigureCtx, Ctx, Element, ElementClass, HandlerSpec};
@@ -267,29 +274,43 @@ impl CuckooHash {
         Ok(())
     }
 
-    /// Classify the packets of `batch` into `self.class` and annotate hits.
-    fn classify(&mut self, batch: &mut Batch) {
+    /// Classify the packets of `batch` into `self.class` and annotate
+    /// hits; returns the numbers of hits and of packets without a key.
+    fn classify(&mut self, batch: &mut Batch) -> (usize, usize) {
         let spec = self.spec;
         let anno = self.anno;
         self.class.clear();
+        let (mut hits, mut bad) = (0, 0);
         match &self.table {
             Table::Fast(t) => {
                 for group in batch.as_mut_slice().chunks_mut(GROUP) {
-                    let mut keys: [Option<Key>; GROUP] = [None; GROUP];
-                    let mut vals = [None; GROUP];
+                    // Struct of arrays: keys, locations, values; bit masks
+                    // for the packets with a key and the keys found.
+                    let mut keys = [[0u64; 5]; GROUP];
+                    let mut locs = [Loc::default(); GROUP];
+                    let mut vals = [0u32; GROUP];
+                    let mut valid = 0u64;
                     let n = group.len();
-                    spec.extract_batch(group, &mut keys[..n]);
-                    t.get_batch(&keys[..n], &mut vals[..n]);
-                    for ((p, k), v) in group.iter_mut().zip(&keys).zip(&vals) {
-                        self.class.push(match (k, v) {
-                            (None, _) => BAD,
-                            (_, None) => MISS,
-                            (_, Some(v)) => {
-                                if let Some(o) = anno {
-                                    p.anno_mut().set_u32(o, *v);
-                                }
-                                HIT
+                    for (i, p) in group.iter().enumerate() {
+                        if let Some(k) = spec.extract(p) {
+                            locs[i] = t.locate(&k);
+                            keys[i] = k;
+                            valid |= 1 << i;
+                        }
+                    }
+                    let found = t.resolve(&keys[..n], &locs[..n], valid, &mut vals[..n]);
+                    hits += found.count_ones() as usize;
+                    bad += n - valid.count_ones() as usize;
+                    for (i, p) in group.iter_mut().enumerate() {
+                        self.class.push(if found >> i & 1 != 0 {
+                            if let Some(o) = anno {
+                                p.anno_mut().set_u32(o, vals[i]);
                             }
+                            HIT
+                        } else if valid >> i & 1 != 0 {
+                            MISS
+                        } else {
+                            BAD
                         });
                     }
                 }
@@ -297,13 +318,17 @@ impl CuckooHash {
             Table::Reference(m, _) => {
                 for p in batch.iter_mut() {
                     self.class.push(match spec.extract(p) {
-                        None => BAD,
+                        None => {
+                            bad += 1;
+                            BAD
+                        }
                         Some(k) => match m.get(&k) {
                             None => MISS,
                             Some(&v) => {
                                 if let Some(o) = anno {
                                     p.anno_mut().set_u32(o, v);
                                 }
+                                hits += 1;
                                 HIT
                             }
                         },
@@ -311,14 +336,13 @@ impl CuckooHash {
                 }
             }
         }
+        (hits, bad)
     }
 }
 
 impl Element for CuckooHash {
     fn action(&mut self, mut batch: Batch, ctx: &mut Ctx<'_>) -> Batch {
-        self.classify(&mut batch);
-        let hits = self.class.iter().filter(|&&c| c == HIT).count();
-        let bad = self.class.iter().filter(|&&c| c == BAD).count();
+        let (hits, bad) = self.classify(&mut batch);
         self.hits += hits as u64;
         self.drops += bad as u64;
         self.misses += (batch.len() - hits - bad) as u64;

@@ -87,18 +87,28 @@
 //! LRU stamp) and annotate. The last-seen times are written back to the
 //! flow table only when a line is evicted or the table is swept, so a hit
 //! touches nothing but its set and its key. The flow table is
-//! `CuckooHash`'s bucketized cuckoo table (on 2 MiB pages); the slow path
-//! prefetches its buckets and entries for a whole group of returning
-//! packets before handling them one by one. Misses are split off in one
-//! pass, keeping order; nothing is allocated per packet.
+//! `CuckooHash`'s bucketized cuckoo table; the slow path prefetches its
+//! buckets and entries for a whole group of returning packets (its staged
+//! bulk lookup) before handling them one by one. The table's arrays are
+//! on 2 MiB pages: they are asked for before the table is filled and
+//! collapsed into after (`MADV_COLLAPSE`), since memory reused from a
+//! freed table otherwise kept its 4 KiB pages; a slow-path lookup then
+//! costs a cache miss without a TLB miss. The cache itself (256 KiB of
+//! sets, 640 KiB of keys) is too small for huge pages to matter. Misses
+//! are split off in one pass, keeping order; nothing is allocated per
+//! packet.
 //!
 //! Measured (`linerate bench elements FlowCache`: 16K lines, 4-way,
 //! 1,000,000 flows, 95 % hits, misses returning through the slow path, on
-//! a shared 2-vCPU VM): 80 to 110 ns per packet, short of the 80
-//! Mpps. With every packet a hit the fast path alone costs about 30 ns
-//! (about 320 instructions a packet at an IPC near 3.5: the 5-tuple read,
-//! the hash and the passes' bookkeeping); the 5 % of packets on the slow
-//! path each add a DRAM access to the flow table.
+//! a shared 2-vCPU VM; docs/performance.md): about 45 ns per packet
+//! (`MarkIPHeader` included), short of the 80 Mpps (12.5 ns).
+//! About 415 instructions a packet (`perf stat`, `MarkIPHeader`
+//! included): the fast path's 5-tuple read, hash and three passes, the
+//! split of almost every batch over two outputs (at a 95 % hit rate only
+//! 4 % of 64-packet batches are all hits), and the slow path's work for
+//! the 5 % of misses (a second element visit, the flow-table lookup, the
+//! cache install). In cycles the fast path waits on its sets and keys,
+//! which at 896 KiB do not fit the 512 KiB L2.
 
 use super::cuckoocore::{
     flow_key, hash, key_eq, parse_flow, read_table, reduce, table_lines, Cuckoo, IdAlloc, Key,

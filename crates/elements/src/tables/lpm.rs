@@ -66,29 +66,50 @@
 //! level and then poptrie-style nodes of 6 bits (a child bitmap and a
 //! run-length leaf bitmap, found by population count), so 200,000 prefixes
 //! take tens of megabytes rather than the gigabytes of expanded stride
-//! tables. Lookups are batched: the destinations of a whole batch are
-//! collected first (struct of arrays: one address array per family), the
-//! first-level entries of all of them are prefetched, then resolved; the
-//! IPv6 walk is level-synchronous (every packet advances one node per
-//! round, the next node prefetched) so that cache misses of different
-//! packets overlap. Entries hold interned next-hop ids (port and gateway,
-//! a small table that stays in L1); prefix lengths needed only for updates
-//! live in separate arrays. Updates go to an ordered routing table first;
-//! IPv4 updates then rewrite only the entries the prefix covers, IPv6
-//! updates rebuild the subtrie of one first-level slot. Handlers run
-//! between batches, so routes change while traffic flows. Nothing is
-//! allocated per packet (scratch arrays are reused batch to batch).
+//! tables. All subtries share one node array and one leaf array (poptrie's
+//! layout): a rebuilt subtrie is written over its old place when it fits,
+//! else appended, and the arrays are compacted when half of them is dead.
+//! Nodes are 32 bytes, aligned, so that none straddles two cache lines.
+//!
+//! Lookups are batched, in stages, as DPDK's `rte_lpm_lookupx4`: the
+//! destinations of a whole batch are collected first (struct of arrays:
+//! one address array per family), the IPv4 first-level entries of all of
+//! them are prefetched, then resolved. (Prefetching each entry inside the
+//! extraction loop and resolving it in the routing loop was tried and
+//! measured no faster with 65,536 destinations and about 10 % slower with
+//! 1,024, so the stages stay apart.)
+//! The IPv6 walk is level-synchronous (every packet advances one
+//! node per round, the next node prefetched) so that the cache misses of
+//! different packets overlap. Entries hold interned next-hop ids (port and
+//! gateway, a small table that stays in L1); prefix lengths needed only
+//! for updates live in separate arrays.
+//!
+//! The big arrays (the IPv4 first level, the IPv6 nodes and leaves) are
+//! backed by 2 MiB pages where the kernel allows: `MADV_HUGEPAGE` when the
+//! first level is allocated and, once a configuration of 65,536 routes or
+//! more of a family is loaded, `MADV_COLLAPSE` (Linux 6.1 and later) on
+//! the arrays. A random lookup then costs a cache miss but no TLB miss and
+//! page walk, which under virtualisation is itself several misses.
+//! Updates go to an ordered routing table first; IPv4 updates then rewrite
+//! only the entries the prefix covers, IPv6 updates rebuild the subtrie of
+//! one first-level slot. Handlers run between batches, so routes change
+//! while traffic flows. Nothing is allocated per packet (scratch arrays are
+//! reused batch to batch).
 //!
 //! Performance against the goals (150 Mpps IPv4 with 1M prefixes,
 //! 30 Mpps IPv6 with 200K), measured on a shared two-core VM: not met
-//! there. Profiles: with 65,536 random destinations over the 64 MiB
-//! IPv4 table nearly every lookup misses the caches and the TLB (4 KiB
-//! pages); the time sits on the tbl24 load despite the batch prefetch.
-//! The IPv6 walk is 6 to 8 dependent loads for a /48 (nodes, then the
-//! leaf), which the level-synchronous walk overlaps but does not hide, and
-//! the population counts compile to a bit-twiddling sequence because the
-//! workspace targets baseline x86-64 (no `POPCNT`). Output batches per
-//! port and the framework's per-batch work are part of every row.
+//! there (see docs/performance.md). Profiles: with 65,536 random
+//! destinations the IPv4 time sits on the prefetches themselves, which
+//! stall once the core's outstanding misses are used up (the lookup is
+//! bound by memory-level parallelism; 2 MiB pages took about a quarter
+//! off this row by removing the TLB misses); the element's 150 instructions a
+//! packet (`perf stat`: extraction, routing to four outputs, annotation)
+//! bound the cache-resident row. The IPv6 walk is 6 to 8 dependent loads
+//! for a /48 (nodes, then the leaf); the level-synchronous walk overlaps
+//! them across packets but each round still waits on the slowest, and
+//! the element takes about 480 instructions a packet, most of them the
+//! walk's per-level bookkeeping. Output batches per port and the framework's
+//! per-batch work are part of every row.
 
 use super::lpmtable::{
     mask6, BinTrie, Dir248, Fib4, Fib6, NextHop, NextHops, Poptrie6, Rib, RibEntry,
@@ -205,6 +226,10 @@ enum Command {
 const BAD: u8 = 0;
 const V4: u8 = 4;
 const V6: u8 = 6;
+
+/// Routes of one family from the configuration above which the table is
+/// large and mostly written, worth folding into 2 MiB pages.
+const SETTLE_ROUTES: usize = 1 << 16;
 
 /// The LPM element: both routing tables and the push path.
 pub struct Lpm {
@@ -450,40 +475,41 @@ impl Lpm {
             },
         }
     }
+}
 
-    /// The destination of `p`: its family, with the address pushed to
-    /// the family's array.
-    #[inline]
-    fn destination(&mut self, p: &Packet) -> u8 {
-        if !self.header {
-            self.a4.push(u32::from(p.anno().dst_ip()));
-            return V4;
+/// A packet's destination address.
+enum Dest {
+    V4(u32),
+    V6(u128),
+    Bad,
+}
+
+/// The destination of `p`: the `DST_IP` annotation, or with `header` the
+/// IP header's (at the network header, else at `offset`).
+#[inline(always)]
+fn destination(header: bool, offset: Option<usize>, p: &Packet) -> Dest {
+    if !header {
+        return Dest::V4(u32::from(p.anno().dst_ip()));
+    }
+    let off = match p.network_header_offset() {
+        Some(o) if o >= 0 => o as usize,
+        Some(_) => return Dest::Bad,
+        None => match offset {
+            Some(o) => o,
+            None => return Dest::Bad,
+        },
+    };
+    let Some(ip) = p.data().get(off..) else {
+        return Dest::Bad;
+    };
+    match ip.first().map(|b| b >> 4) {
+        Some(4) if ip.len() >= 20 => Dest::V4(u32::from_be_bytes([ip[16], ip[17], ip[18], ip[19]])),
+        Some(6) if ip.len() >= 40 => {
+            let mut b = [0u8; 16];
+            b.copy_from_slice(&ip[24..40]);
+            Dest::V6(u128::from_be_bytes(b))
         }
-        let off = match p.network_header_offset() {
-            Some(o) if o >= 0 => o as usize,
-            Some(_) => return BAD,
-            None => match self.offset {
-                Some(o) => o,
-                None => return BAD,
-            },
-        };
-        let Some(ip) = p.data().get(off..) else {
-            return BAD;
-        };
-        match ip.first().map(|b| b >> 4) {
-            Some(4) if ip.len() >= 20 => {
-                self.a4
-                    .push(u32::from_be_bytes([ip[16], ip[17], ip[18], ip[19]]));
-                V4
-            }
-            Some(6) if ip.len() >= 40 => {
-                let mut b = [0u8; 16];
-                b.copy_from_slice(&ip[24..40]);
-                self.a6.push(u128::from_be_bytes(b));
-                V6
-            }
-            _ => BAD,
-        }
+        _ => Dest::Bad,
     }
 }
 
@@ -507,6 +533,12 @@ fn make(ctx: &ConfigureCtx<'_>) -> Result<Box<dyn Element>, Vec<String>> {
     e.header = header;
     e.offset = offset;
     e.configure(&routes, file.as_deref())?;
+    if e.rib4.len() >= SETTLE_ROUTES {
+        e.fib4.settle();
+    }
+    if e.rib6.len() >= SETTLE_ROUTES {
+        e.fib6.settle();
+    }
     Ok(Box::new(e))
 }
 
@@ -516,19 +548,30 @@ impl Element for Lpm {
         self.a4.clear();
         self.a6.clear();
         for p in batch.iter() {
-            let f = self.destination(p);
+            let f = match destination(self.header, self.offset, p) {
+                Dest::V4(a) => {
+                    self.a4.push(a);
+                    V4
+                }
+                Dest::V6(a) => {
+                    self.a6.push(a);
+                    V6
+                }
+                Dest::Bad => BAD,
+            };
             self.fam.push(f);
         }
         self.r4.clear();
         self.r4.resize(self.a4.len(), 0);
         self.fib4.lookup(&self.a4, &mut self.r4);
-        self.r6.clear();
-        self.r6.resize(self.a6.len(), 0);
-        self.fib6.lookup(&self.a6, &mut self.r6);
+        if !self.a6.is_empty() {
+            self.r6.clear();
+            self.r6.resize(self.a6.len(), 0);
+            self.fib6.lookup(&self.a6, &mut self.r6);
+        }
         self.lookups += batch.len() as u64;
         let (mut k4, mut k6) = (0, 0);
-        for (p, &f) in batch.into_iter().zip(self.fam.iter()) {
-            let mut p = p;
+        for (mut p, &f) in batch.into_iter().zip(self.fam.iter()) {
             let (nh, dst) = match f {
                 V4 => {
                     k4 += 1;

@@ -209,87 +209,18 @@ impl Mmsg {
 
     /// Sends every message `m` of `msgs` as one datagram `msg_of(m)` =
     /// (payload, destination), `capacity` per system call, without
-    /// blocking. A destination of `None` sends to the connected peer. A refused datagram is counted and skipped; when the send
-    /// buffer is full (`EAGAIN`) the rest of the batch is counted as
-    /// refused.
+    /// blocking. A destination of `None` sends to the connected peer. A
+    /// refused datagram is counted and skipped; when the send buffer is full
+    /// (`EAGAIN`) the rest of the batch is counted as refused.
     pub fn send<'a, T>(
         &mut self,
         sock: &impl AsRawFd,
         msgs: &[T],
         msg_of: impl Fn(&T) -> (&'a [u8], Option<SocketAddr>),
     ) -> SendStats {
-        let mut st = SendStats::default();
-        let mut chunk_start = 0;
-        while chunk_start < msgs.len() {
-            let n = (msgs.len() - chunk_start).min(self.capacity());
-            for (i, m) in msgs[chunk_start..chunk_start + n].iter().enumerate() {
-                let (data, to) = msg_of(m);
-                self.iovs[i] = libc::iovec {
-                    iov_base: data.as_ptr() as *mut libc::c_void,
-                    iov_len: data.len(),
-                };
-                let h = &mut self.hdrs[i];
-                match to {
-                    Some(to) => {
-                        h.msg_hdr.msg_namelen = to_sockaddr(&to, &mut self.addrs[i]);
-                        h.msg_hdr.msg_name =
-                            (&mut self.addrs[i] as *mut libc::sockaddr_storage).cast();
-                    }
-                    None => {
-                        h.msg_hdr.msg_name = std::ptr::null_mut();
-                        h.msg_hdr.msg_namelen = 0;
-                    }
-                }
-                h.msg_hdr.msg_iov = &mut self.iovs[i];
-                h.msg_hdr.msg_iovlen = 1;
-                h.msg_hdr.msg_control = std::ptr::null_mut();
-                h.msg_hdr.msg_controllen = 0;
-                h.msg_hdr.msg_flags = 0;
-                h.msg_len = 0;
-            }
-            let mut i = 0;
-            while i < n {
-                // SAFETY: headers i..n point at payloads borrowed from
-                // `msgs` for this call and at our own arrays; the kernel
-                // only reads them.
-                let r = unsafe {
-                    libc::sendmmsg(
-                        sock.as_raw_fd(),
-                        self.hdrs[i..].as_mut_ptr(),
-                        (n - i) as libc::c_uint,
-                        libc::MSG_DONTWAIT,
-                    )
-                };
-                if r > 0 {
-                    st.sent += r as usize;
-                    st.bytes += self.iovs[i..i + r as usize]
-                        .iter()
-                        .map(|v| v.iov_len)
-                        .sum::<usize>();
-                    i += r as usize;
-                    continue;
-                }
-                let e = io::Error::last_os_error();
-                st.last_errno = e.raw_os_error().unwrap_or(0);
-                match e.kind() {
-                    io::ErrorKind::Interrupted => {}
-                    io::ErrorKind::WouldBlock => {
-                        st.errors += n - i;
-                        i = n;
-                    }
-                    _ => {
-                        st.errors += 1;
-                        i += 1;
-                    }
-                }
-            }
-            chunk_start += n;
-        }
-        st
+        self.submit(sock, msgs, msg_of, false)
     }
-}
 
-impl Mmsg {
     /// Like [`send`](Self::send), with UDP generic segmentation offload:
     /// each run of consecutive messages to the same destination whose
     /// payloads have the same length (the run's last may be shorter), at
@@ -304,6 +235,19 @@ impl Mmsg {
         sock: &impl AsRawFd,
         msgs: &[T],
         msg_of: impl Fn(&T) -> (&'a [u8], Option<SocketAddr>),
+    ) -> SendStats {
+        self.submit(sock, msgs, msg_of, true)
+    }
+
+    /// [`send`](Self::send) and, with `gso`, [`send_gso`](Self::send_gso):
+    /// messages grouped into headers (one datagram each without GSO), then
+    /// `sendmmsg` over the headers.
+    fn submit<'a, T>(
+        &mut self,
+        sock: &impl AsRawFd,
+        msgs: &[T],
+        msg_of: impl Fn(&T) -> (&'a [u8], Option<SocketAddr>),
+        gso: bool,
     ) -> SendStats {
         let mut st = SendStats::default();
         let mut start = 0;
@@ -321,7 +265,8 @@ impl Mmsg {
                     iov_base: data.as_ptr() as *mut libc::c_void,
                     iov_len: data.len(),
                 };
-                let joins = nh > 0
+                let joins = gso
+                    && nh > 0
                     && !closed
                     && last_to == Some(to)
                     && data.len() <= seg_len

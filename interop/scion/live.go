@@ -187,20 +187,10 @@ func runLive(bin, click, dir string) int {
 	stop()
 	mu.Lock()
 	defer mu.Unlock()
-	fails := 0
 	for _, b := range bad {
-		fails++
 		fmt.Printf("FAIL live: %s\n", b)
 	}
-	for _, c := range cs {
-		if err := c.check(c.in, byFlow[c.flow]); err != nil {
-			fails++
-			fmt.Printf("FAIL live: %s: %v\n", c.name, strings.TrimSpace(err.Error()))
-		} else {
-			fmt.Printf("ok   live: %s\n", c.name)
-		}
-	}
-	fmt.Printf("live: %d cases, %d failed\n", len(cs), fails)
+	fails := len(bad) + checkCases("live: ", cs, byFlow)
 	if fails > 0 {
 		fmt.Print(stderr.String())
 	}

@@ -541,20 +541,28 @@ func main() {
 		}
 		byFlow[o.scn.FlowID] = append(byFlow[o.scn.FlowID], o)
 	}
-	fails := 0
-	for _, c := range cs {
-		if err := c.check(c.in, byFlow[c.flow]); err != nil {
-			fails++
-			fmt.Printf("FAIL %s: %v\n", c.name, strings.TrimSpace(err.Error()))
-		} else {
-			fmt.Printf("ok   %s\n", c.name)
-		}
-	}
-	fmt.Printf("%d cases, %d failed\n", len(cs), fails)
+	fails := checkCases("", cs, byFlow)
 	if *liveClick != "" {
 		fails += runLive(*bin, *liveClick, dir)
 	}
 	if fails > 0 {
 		os.Exit(1)
 	}
+}
+
+// checkCases checks each case against the frames that came out for its flow
+// ID, prints one line per case (names prefixed with prefix) and a total,
+// and returns the number of failed cases.
+func checkCases(prefix string, cs []tcase, byFlow map[uint32][]out) int {
+	fails := 0
+	for _, c := range cs {
+		if err := c.check(c.in, byFlow[c.flow]); err != nil {
+			fails++
+			fmt.Printf("FAIL %s%s: %v\n", prefix, c.name, strings.TrimSpace(err.Error()))
+		} else {
+			fmt.Printf("ok   %s%s\n", prefix, c.name)
+		}
+	}
+	fmt.Printf("%s%d cases, %d failed\n", prefix, len(cs), fails)
+	return fails
 }

@@ -99,7 +99,7 @@ pub struct Ep {
 }
 
 impl Ep {
-    fn from(a: SocketAddr) -> Ep {
+    pub(super) fn from(a: SocketAddr) -> Ep {
         match a.ip() {
             IpAddr::V4(v) => Ep {
                 ip: v.to_ipv6_mapped().octets(),

@@ -80,6 +80,7 @@
 //! only moves bytes between sockets and buffers. Click has no SCION
 //! elements; the closest Click elements are `Socket` and `FromDevice`.
 
+use super::core::{self, Ep};
 use super::topology::Topology;
 use linerate_io::udp::{wait_readable, Mmsg, RecvMeta, UdpPort};
 use linerate_runtime::packet::DATA_ROOM;
@@ -239,48 +240,11 @@ fn make(ctx: &ConfigureCtx<'_>) -> Result<Box<dyn Element>, Vec<String>> {
 }
 
 /// Writes the Ethernet/IP/UDP header of a datagram of `len` payload bytes
-/// from `src` to `dst` into `h` (42 bytes for IPv4, 62 for IPv6).
+/// from `src` to `dst` into `h` (42 bytes for IPv4, 62 for IPv6): the
+/// router's own underlay writer, with a placeholder UDP checksum (`0xffff`;
+/// the datagram's checksum was checked by the kernel).
 fn write_underlay(h: &mut [u8], src: SocketAddr, dst: SocketAddr, len: usize) {
-    h[..12].fill(0);
-    let udp = match (src.ip(), dst.ip()) {
-        (IpAddr::V4(s), IpAddr::V4(d)) => {
-            h[12..14].copy_from_slice(&0x0800u16.to_be_bytes());
-            let ip = &mut h[ETH_LEN..ETH_LEN + 20];
-            ip[..12].copy_from_slice(&[0x45, 0, 0, 0, 0, 0, 0x40, 0, 64, 17, 0, 0]);
-            ip[2..4].copy_from_slice(&((len + 28) as u16).to_be_bytes());
-            ip[12..16].copy_from_slice(&s.octets());
-            ip[16..20].copy_from_slice(&d.octets());
-            let mut sum: u32 = ip
-                .chunks_exact(2)
-                .map(|w| u32::from(u16::from_be_bytes([w[0], w[1]])))
-                .sum();
-            sum = (sum & 0xffff) + (sum >> 16);
-            sum = (sum & 0xffff) + (sum >> 16);
-            ip[10..12].copy_from_slice(&(!(sum as u16)).to_be_bytes());
-            ETH_LEN + 20
-        }
-        (s, d) => {
-            h[12..14].copy_from_slice(&0x86ddu16.to_be_bytes());
-            let ip = &mut h[ETH_LEN..ETH_LEN + 40];
-            ip[..8].copy_from_slice(&[0x60, 0, 0, 0, 0, 0, 17, 64]);
-            ip[4..6].copy_from_slice(&((len + 8) as u16).to_be_bytes());
-            ip[8..24].copy_from_slice(&v6(s).octets());
-            ip[24..40].copy_from_slice(&v6(d).octets());
-            ETH_LEN + 40
-        }
-    };
-    let u = &mut h[udp..udp + 8];
-    u[..2].copy_from_slice(&src.port().to_be_bytes());
-    u[2..4].copy_from_slice(&dst.port().to_be_bytes());
-    u[4..6].copy_from_slice(&((len + 8) as u16).to_be_bytes());
-    u[6..8].copy_from_slice(&[0xff, 0xff]);
-}
-
-fn v6(a: IpAddr) -> Ipv6Addr {
-    match a {
-        IpAddr::V4(v) => v.to_ipv6_mapped(),
-        IpAddr::V6(v) => v,
-    }
+    core::write_underlay(h, &Ep::from(src), &Ep::from(dst), len, Some(0xffff));
 }
 
 /// Parses an Ethernet/IP/UDP frame: (source, destination, payload offset,

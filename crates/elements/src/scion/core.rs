@@ -285,13 +285,13 @@ impl Plan {
     }
 }
 
-#[inline]
-fn be16(b: &[u8], o: usize) -> u16 {
+#[inline(always)]
+pub(super) fn be16(b: &[u8], o: usize) -> u16 {
     u16::from_be_bytes([b[o], b[o + 1]])
 }
 
-#[inline]
-fn be32(b: &[u8], o: usize) -> u32 {
+#[inline(always)]
+pub(super) fn be32(b: &[u8], o: usize) -> u32 {
     u32::from_be_bytes([b[o], b[o + 1], b[o + 2], b[o + 3]])
 }
 

@@ -25,7 +25,9 @@
 //! Every frame the fast path accepts gets the bytes, verdict and counters
 //! the general pipeline gives it (the differential tests compare both).
 
-use super::core::{ends_sum, fold, pair_ok, write_underlay, Dataplane, Ep, Plan, Stats, Verdict};
+use super::core::{
+    be16, be32, ends_sum, fold, pair_ok, write_underlay, Dataplane, Ep, Plan, Stats, Verdict,
+};
 use super::mac::HopMac;
 use super::topology::LinkType;
 use linerate_runtime::{Batch, Packet};
@@ -131,16 +133,6 @@ struct Scratch {
 pub struct FastPath {
     t: Tables,
     s: Box<Scratch>,
-}
-
-#[inline(always)]
-fn be16(b: &[u8], o: usize) -> u16 {
-    u16::from_be_bytes([b[o], b[o + 1]])
-}
-
-#[inline(always)]
-fn be32(b: &[u8], o: usize) -> u32 {
-    u32::from_be_bytes([b[o], b[o + 1], b[o + 2], b[o + 3]])
 }
 
 /// `N` bytes at `o`, if there.

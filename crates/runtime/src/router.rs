@@ -726,7 +726,7 @@ impl Router {
                         sc.spawn(move || {
                             thread_loop(&u.graph, &mut u.state);
                             if replicated {
-                                flush_unit(order, &mut u);
+                                flush_all(order, std::slice::from_mut(&mut u));
                             }
                             u
                         })
@@ -739,7 +739,7 @@ impl Router {
         }
         let elapsed = start.elapsed();
         if units.len() == 1 || !self.shared.replicated {
-            flush_all(&self.info, &mut units);
+            flush_all(&topo_order(&self.info), &mut units);
         }
         for u in units.iter_mut() {
             for c in u.graph.elems.iter().flatten() {
@@ -821,12 +821,13 @@ fn topo_order(info: &[ElementInfo]) -> Vec<usize> {
     order
 }
 
-/// The end-of-run flush (`Element::flush`), single-threaded after the
-/// threads have joined (replicas flush on their own threads, see
-/// `flush_unit`): each element in topological order, each unit, until it
-/// has nothing left, delivering cross-thread rings in between.
-fn flush_all(info: &[ElementInfo], units: &mut [Unit]) {
-    for e in topo_order(info) {
+/// The end-of-run flush (`Element::flush`) of `units`: each element in
+/// topological `order`, each unit, until it has nothing left, delivering
+/// cross-thread rings in between. Single-threaded after the threads have
+/// joined; in replicated mode each replica flushes itself on its own thread
+/// (replicas share no rings).
+fn flush_all(order: &[usize], units: &mut [Unit]) {
+    for &e in order {
         for k in 0..units.len() {
             if units[k].graph.elems[e].is_none() {
                 continue;
@@ -842,20 +843,6 @@ fn flush_all(info: &[ElementInfo], units: &mut [Unit]) {
                 }
             }
         }
-    }
-}
-
-/// The end-of-run flush of one replica (replicated mode, on its thread):
-/// each element in topological order until it has nothing left.
-fn flush_unit(order: &[usize], u: &mut Unit) {
-    for &e in order {
-        if u.graph.elems[e].is_none() {
-            continue;
-        }
-        while crate::sched::flush_element(&u.graph, &mut u.state, e as u32) {
-            while crate::sched::settle_rings(&u.graph, &mut u.state) {}
-        }
-        while crate::sched::settle_rings(&u.graph, &mut u.state) {}
     }
 }
 

@@ -19,6 +19,7 @@ pub mod crypto;
 pub mod encap;
 pub mod ethernet;
 pub mod flow;
+mod hint;
 pub mod ip;
 pub mod iproute;
 pub mod model;

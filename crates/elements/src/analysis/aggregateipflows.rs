@@ -49,6 +49,7 @@
 //! held back; second and later fragments go to output 1 (Click's behaviour
 //! with `FRAGMENTS false`).
 
+use crate::hint::prefetch;
 use linerate_runtime::anno::offsets;
 use linerate_runtime::{Batch, ConfigureCtx, Ctx, Element, ElementClass, HandlerSpec, Packet};
 use std::any::Any;
@@ -381,17 +382,6 @@ impl AggregateIPFlows {
         }
         batch
     }
-}
-
-#[inline(always)]
-fn prefetch<T>(x: &T) {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: prefetching is a hint and never faults.
-    unsafe {
-        std::arch::x86_64::_mm_prefetch(x as *const T as *const i8, std::arch::x86_64::_MM_HINT_T0);
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = x;
 }
 
 impl Element for AggregateIPFlows {

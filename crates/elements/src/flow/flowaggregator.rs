@@ -83,6 +83,7 @@
 
 use super::microflowtable::{hash_key, Microflow};
 use super::record::{end_reason, Direction, FlowRecord};
+use crate::hint::prefetch;
 use linerate_runtime::flow::FlowKey;
 use linerate_runtime::{Batch, ConfigureCtx, Ctx, Element, ElementClass, HandlerSpec, MAX_BATCH};
 use std::any::Any;
@@ -853,15 +854,4 @@ impl Element for FlowAggregator {
     fn as_any(&self) -> &dyn Any {
         self
     }
-}
-
-#[inline(always)]
-fn prefetch<T>(p: *const T) {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: prefetching never faults, whatever the address.
-    unsafe {
-        std::arch::x86_64::_mm_prefetch(p as *const i8, std::arch::x86_64::_MM_HINT_T0);
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = p;
 }

@@ -100,6 +100,7 @@
 //! Not in Click (TurboFlow, Open-NFP 2017; Sonchack et al.).
 
 use super::record::{end_reason, Direction};
+use crate::hint::prefetch;
 use linerate_runtime::anno::offsets;
 use linerate_runtime::flow::FlowKey;
 use linerate_runtime::{Batch, ConfigureCtx, Ctx, Element, ElementClass, HandlerSpec, Packet};
@@ -634,17 +635,6 @@ fn bucket(h: u64, nbuckets: usize, ways: usize) -> usize {
 #[inline(always)]
 fn tag_of(h: u64) -> u32 {
     ((h >> 32) as u32) | 1
-}
-
-#[inline(always)]
-fn prefetch<T>(p: *const T) {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: prefetching never faults, whatever the address.
-    unsafe {
-        std::arch::x86_64::_mm_prefetch(p as *const i8, std::arch::x86_64::_MM_HINT_T0);
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = p;
 }
 
 impl MicroflowTable {

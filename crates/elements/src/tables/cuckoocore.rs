@@ -3,6 +3,7 @@
 //! hash table with batched lookups ([`Cuckoo`]) and the flow-id allocator
 //! ([`IdAlloc`]).
 
+use crate::hint::prefetch;
 use linerate_runtime::anno::{anno_by_name, AnnoInfo};
 use linerate_runtime::flow::{map_v4, FlowKey};
 use linerate_runtime::Packet;
@@ -296,17 +297,6 @@ pub(crate) struct Cuckoo {
     nbuckets: u32,
     len: usize,
     capacity: usize,
-}
-
-#[inline(always)]
-fn prefetch<T>(x: &T) {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: prefetching is a hint and never faults.
-    unsafe {
-        std::arch::x86_64::_mm_prefetch(x as *const T as *const i8, std::arch::x86_64::_MM_HINT_T0);
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = x;
 }
 
 /// Bit `i` set where `t[i] == tag` (the compiler makes this one vector

@@ -113,6 +113,7 @@
 use super::cuckoocore::{
     flow_key, hash, key_eq, parse_flow, read_table, reduce, table_lines, Cuckoo, IdAlloc, Key,
 };
+use crate::hint::prefetch;
 use linerate_args::{Args, Seconds};
 use linerate_runtime::anno::anno_by_name;
 use linerate_runtime::flow::FlowKey;
@@ -245,17 +246,6 @@ struct Fast {
     clock: u32,
     cached: usize,
     flows: Cuckoo,
-}
-
-#[inline(always)]
-fn prefetch<T>(x: &T) {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: prefetching is a hint and never faults.
-    unsafe {
-        std::arch::x86_64::_mm_prefetch(x as *const T as *const i8, std::arch::x86_64::_MM_HINT_T0);
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = x;
 }
 
 impl Fast {

@@ -75,6 +75,7 @@
 //! matches only a low-priority rule, or none, searches all of them.
 //! Inserts take a few microseconds (a table that doubles takes longer).
 
+use crate::hint::prefetch;
 use linerate_runtime::flow::FlowKey;
 use linerate_runtime::{Batch, ConfigureCtx, Ctx, Element, ElementClass, HandlerSpec, Packet};
 use std::any::Any;
@@ -379,17 +380,6 @@ fn hash(k: &Words) -> u64 {
     let c = k[4].wrapping_mul(0x1656_67b1_9e37_79f9);
     let h = a ^ b.rotate_left(17) ^ c.rotate_left(31);
     h ^ (h >> 29)
-}
-
-#[inline(always)]
-fn prefetch<T>(x: &T) {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: prefetching is a hint and never faults.
-    unsafe {
-        std::arch::x86_64::_mm_prefetch(x as *const T as *const i8, std::arch::x86_64::_MM_HINT_T0);
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = x;
 }
 
 /// A hash-table slot: one cache line. `rank` 0 means empty.

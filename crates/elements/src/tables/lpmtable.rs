@@ -9,6 +9,7 @@
 //! with it. Lookups are batched and return next-hop ids (0: no route).
 
 use super::cuckoocore::huge_pages;
+use crate::hint::prefetch;
 use std::collections::{BTreeMap, HashMap};
 
 /// A route's next hop: output port and gateway (0 for none; an IPv4
@@ -137,17 +138,6 @@ pub trait Fib6: Send + 'static {
     fn lookup(&self, addrs: &[u128], out: &mut [u32]);
     /// As [`Fib4::settle`].
     fn settle(&self) {}
-}
-
-#[inline(always)]
-fn prefetch<T>(x: &T) {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: prefetching is a hint and never faults.
-    unsafe {
-        std::arch::x86_64::_mm_prefetch(x as *const T as *const i8, std::arch::x86_64::_MM_HINT_T0);
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = x;
 }
 
 // ---------------------------------------------------------------------

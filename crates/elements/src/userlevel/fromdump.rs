@@ -83,6 +83,7 @@
 //! then see every record, as with one thread). Owner of a hash `h` among `n`
 //! replicas: `(h * n) >> 32`.
 
+use crate::hint::prefetch;
 use linerate_io::pcap::{LinkKind, PcapReader};
 use linerate_runtime::anno::offsets;
 use linerate_runtime::{
@@ -419,17 +420,6 @@ impl Shared {
         }
         err
     }
-}
-
-#[inline(always)]
-fn prefetch(p: *const u8) {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: prefetching never faults, whatever the address.
-    unsafe {
-        std::arch::x86_64::_mm_prefetch(p as *const i8, std::arch::x86_64::_MM_HINT_T0);
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = p;
 }
 
 /// A replica's end of the shared reader.

@@ -328,3 +328,87 @@ fn caplen_over_orig_len_is_clamped_like_click() {
     assert_eq!(recs[1].data, [6, 7]);
     assert_eq!(stats.caplen_over_len, 1);
 }
+
+/// `read_fast` hands out runs of ordinary records and stops, without consuming it, at
+/// the first record the general path must see; `next_record` then reads that one and
+/// `read_fast` goes on after it. Together they read what `next_record` alone reads.
+#[test]
+fn read_fast_stops_at_unusual_records_and_resumes_after_them() {
+    for big in [false, true] {
+        let o = Order(big);
+        let mut f = pcap_header(o, 0xa1b2_3c4d, 8, 1);
+        f.extend(pcap_record(o, 1, 5, 4, &[1, 2, 3, 4]));
+        f.extend(pcap_record(o, 2, 6, 60, &[5, 6]));
+        f.extend(pcap_record(o, 3, 0, 0, &[])); // empty: general path
+        f.extend(pcap_record(o, 4, 7, 9, &[7; 9])); // over the snaplen: general path (counted, kept whole)
+        f.extend(pcap_record(o, 5, 8, 1, &[8]));
+        f.extend(&o.u32(6)[..3]); // a truncated record header
+        let mut r = PcapReader::from_vec("t", f.clone()).unwrap();
+        let mut got: Vec<(Vec<u8>, u64, u32)> = Vec::new();
+        let take = |r: &mut PcapReader, max| {
+            let mut seen = Vec::new();
+            let n = r.read_fast(max, |d, ts, orig| {
+                seen.push((d.to_vec(), ts, orig));
+                true
+            });
+            assert_eq!(n, seen.len());
+            seen
+        };
+        got.extend(take(&mut r, 1)); // `max` is respected
+        got.extend(take(&mut r, 64));
+        assert_eq!(
+            got.len(),
+            2,
+            "stops before the empty record (big-endian {big})"
+        );
+        assert!(
+            take(&mut r, 64).is_empty(),
+            "the empty record is not consumed"
+        );
+        let empty = r.next_record().unwrap().unwrap();
+        assert!(empty.data.is_empty());
+        assert!(take(&mut r, 64).is_empty(), "the oversnap record is next");
+        let over = r.next_record().unwrap().unwrap();
+        assert_eq!((over.data.len(), over.orig_len), (9, 9));
+        // A callback that refuses leaves the record for the next call.
+        assert_eq!(r.read_fast(64, |_, _, _| false), 0);
+        got.extend(take(&mut r, 64));
+        assert_eq!(
+            got,
+            [
+                (vec![1, 2, 3, 4], 1_000_000_005, 4),
+                (vec![5, 6], 2_000_000_006, 60),
+                (vec![8], 5_000_000_008, 1),
+            ]
+        );
+        assert!(matches!(
+            r.next_record(),
+            Some(Err(RecordError::Truncated { .. }))
+        ));
+        assert_eq!(r.read_fast(64, |_, _, _| true), 0);
+        // The same records, counted the same way, as `next_record` alone reads them.
+        let (all, _, stats) = read_all(&mut PcapReader::from_vec("t", f).unwrap());
+        assert_eq!(all.len(), 5);
+        assert_eq!(r.stats(), &stats);
+    }
+}
+
+/// pcapng files never take the classic fast path.
+#[test]
+fn read_fast_reads_nothing_from_pcapng() {
+    let o = Order(false);
+    let mut shb = Vec::new();
+    shb.extend(o.u32(0x1a2b_3c4d));
+    shb.extend(o.u16(1));
+    shb.extend(o.u16(0));
+    shb.extend(o.i64(-1));
+    let mut idb = Vec::new();
+    idb.extend(o.u16(1));
+    idb.extend(o.u16(0));
+    idb.extend(o.u32(0));
+    let mut f = ng_block(o, 0x0a0d_0d0a, &shb);
+    f.extend(ng_block(o, 1, &idb));
+    let mut r = PcapReader::from_vec("t", f).unwrap();
+    assert!(r.is_pcapng());
+    assert_eq!(r.read_fast(64, |_, _, _| true), 0);
+}

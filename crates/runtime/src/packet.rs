@@ -694,28 +694,36 @@ pub(crate) fn release_all(ptrs: &[*mut Meta]) {
         }
         c.free.reserve(ptrs.len());
         // Plain frees (own block, sole reference, pool kind) are written
-        // straight into the list's spare capacity; the length is updated
-        // once. Others take the general path.
+        // straight into the list's spare capacity, 64 handles at a time; the
+        // others of those 64 (clones, their sources, heap blocks) are noted
+        // in a bit mask and take the general path right after, so each
+        // handle's test is made once, when it is released, and nothing is
+        // allocated.
         // SAFETY: each pointer is an owned handle, released exactly once;
-        // `n` stays within the reserved capacity.
+        // the writes stay within the capacity reserved above (the general
+        // path only ever frees fewer blocks into the list than it skipped).
         unsafe {
-            let base = c.free.as_mut_ptr().add(c.free.len());
-            let mut n = 0;
-            let mut slow: Option<Vec<*mut Meta>> = None;
-            for &m in ptrs {
-                let plain = (*m).owner.is_null()
-                    && (*m).refcnt.load(Ordering::Relaxed) == 1
-                    && (*m).kind == KIND_POOL;
-                if plain {
-                    base.add(n).write(m);
-                    n += 1;
-                } else {
-                    slow.get_or_insert_with(Vec::new).push(m);
+            for chunk in ptrs.chunks(64) {
+                let base = c.free.as_mut_ptr().add(c.free.len());
+                let mut n = 0;
+                let mut slow = 0u64;
+                for (i, &m) in chunk.iter().enumerate() {
+                    let plain = (*m).owner.is_null()
+                        && (*m).refcnt.load(Ordering::Relaxed) == 1
+                        && (*m).kind == KIND_POOL;
+                    if plain {
+                        base.add(n).write(m);
+                        n += 1;
+                    } else {
+                        slow |= 1 << i;
+                    }
                 }
-            }
-            c.free.set_len(c.free.len() + n);
-            for m in slow.into_iter().flatten() {
-                release(c, m);
+                c.free.set_len(c.free.len() + n);
+                while slow != 0 {
+                    let i = slow.trailing_zeros() as usize;
+                    slow &= slow - 1;
+                    release(c, chunk[i]);
+                }
             }
         }
     });
@@ -792,45 +800,80 @@ impl Pool<'_> {
 }
 
 impl Pool<'_> {
-    /// Append up to `max` zero-copy views produced by `next`, which returns
-    /// each packet's data pointer, length, timestamp and `EXTRA_LENGTH`
-    /// annotation, or `None` when there are no more. Blocks are taken from
-    /// the free list as one slice. Returns the number appended.
+    /// Append up to `max` zero-copy views, written by `fill` through a
+    /// [`ViewWriter`]. The blocks are reserved from the free list as one
+    /// slice before `fill` runs and the unused ones are given back after,
+    /// so writing a view is only its metadata stores. Returns the number
+    /// appended.
     ///
     /// # Safety
-    /// Each pointer and length must describe memory valid as required by
+    /// Every view written must describe memory valid as required by
     /// [`Packet::from_external`].
     #[inline]
-    pub unsafe fn views_from(
+    pub unsafe fn views_with(
         &mut self,
         max: usize,
         out: &mut Vec<Packet>,
-        mut next: impl FnMut() -> Option<(*const u8, usize, u64, u32)>,
+        fill: impl FnOnce(&mut ViewWriter<'_>),
     ) -> usize {
         while self.cache.free.len() < max {
             refill(self.cache);
         }
         let start = self.cache.free.len() - max;
         out.reserve(max);
-        let dst = out.as_mut_ptr().add(out.len()) as *mut *mut Meta;
-        let mut n = 0;
-        while n < max {
-            let Some((ptr, len, ts, extra)) = next() else {
-                break;
-            };
-            // Take blocks from the top of the reserved slice downwards so
-            // that the ones not used stay contiguous below `start + max - n`.
-            let m = *self.cache.free.get_unchecked(start + max - 1 - n);
-            init_view(m, std::slice::from_raw_parts(ptr, len), ts);
-            if extra != 0 {
-                (*m).anno.set_u32(crate::anno::offsets::EXTRA_LENGTH, extra);
-            }
-            dst.add(n).write(m);
-            n += 1;
-        }
+        let mut w = ViewWriter {
+            // Blocks are taken from the top of the reserved slice downwards,
+            // so that the ones not used stay contiguous below it.
+            top: self.cache.free.as_ptr().add(start + max),
+            dst: out.as_mut_ptr().add(out.len()) as *mut *mut Meta,
+            n: 0,
+            max,
+            _borrow: std::marker::PhantomData,
+        };
+        fill(&mut w);
+        let n = w.n;
         out.set_len(out.len() + n);
         self.cache.free.set_len(start + max - n);
         n
+    }
+}
+
+/// Writes zero-copy views into blocks reserved by [`Pool::views_with`].
+pub struct ViewWriter<'a> {
+    top: *const *mut Meta,
+    dst: *mut *mut Meta,
+    n: usize,
+    max: usize,
+    _borrow: std::marker::PhantomData<&'a mut ()>,
+}
+
+impl ViewWriter<'_> {
+    /// Views that can still be written.
+    #[inline(always)]
+    pub fn room(&self) -> usize {
+        self.max - self.n
+    }
+
+    /// Write a view of `len` bytes at `ptr` with timestamp `ts_ns` and
+    /// `EXTRA_LENGTH` annotation `extra`. False (and nothing written) when
+    /// there is no room left.
+    ///
+    /// # Safety
+    /// `ptr` and `len` describe memory valid as required by
+    /// [`Packet::from_external`].
+    #[inline(always)]
+    pub unsafe fn push(&mut self, ptr: *const u8, len: usize, ts_ns: u64, extra: u32) -> bool {
+        if self.n >= self.max {
+            return false;
+        }
+        let m = *self.top.sub(1 + self.n);
+        init_view(m, std::slice::from_raw_parts(ptr, len), ts_ns);
+        if extra != 0 {
+            (*m).anno.set_u32(crate::anno::offsets::EXTRA_LENGTH, extra);
+        }
+        self.dst.add(self.n).write(m);
+        self.n += 1;
+        true
     }
 }
 
@@ -991,19 +1034,40 @@ mod tests {
     }
 
     #[test]
-    fn views_from_a_callback_and_mixed_release() {
+    fn views_with_a_writer_and_mixed_release() {
         static D: [u8; 8] = [1, 2, 3, 4, 5, 6, 7, 8];
         let mut v = Vec::new();
-        let mut k = 0usize;
-        // SAFETY: static data; the closure only reads it.
+        // At least 5 free blocks in the cache, so that no refill happens below.
+        drop((0..5).map(|_| Packet::new(8)).collect::<Vec<_>>());
+        let before = local_free_blocks();
+        // SAFETY: static data.
         let n = unsafe {
             with_pool(|pool| {
-                pool.views_from(5, &mut v, || {
-                    k += 1;
-                    (k <= 3).then(|| (D.as_ptr().wrapping_add(k), 8 - k, k as u64, k as u32 * 10))
+                pool.views_with(5, &mut v, |w| {
+                    for k in 1..=3usize {
+                        assert_eq!(w.room(), 6 - k);
+                        assert!(w.push(D.as_ptr().add(k), 8 - k, k as u64, k as u32 * 10));
+                    }
                 })
             })
         };
+        // The two blocks reserved but not written went back to the cache.
+        assert_eq!(local_free_blocks() + 3, before);
+        // A full writer refuses more views.
+        let mut full = Vec::new();
+        // SAFETY: static data.
+        unsafe {
+            with_pool(|pool| {
+                pool.views_with(1, &mut full, |w| {
+                    assert!(w.push(D.as_ptr(), 8, 0, 0));
+                    assert!(!w.push(D.as_ptr(), 8, 0, 0));
+                    assert_eq!(w.room(), 0);
+                })
+            })
+        };
+        assert_eq!(full.len(), 1);
+        assert_eq!(full[0].anno().u32(crate::anno::offsets::EXTRA_LENGTH), 0);
+        drop(full);
         assert_eq!(n, 3);
         assert_eq!(v.len(), 3);
         assert_eq!(v[1].data(), &D[2..]);
@@ -1019,6 +1083,31 @@ mod tests {
         b.vec_mut().extend(v);
         drop(b);
         assert_eq!(local_free_blocks(), free + 3);
+    }
+
+    #[test]
+    fn batch_release_with_clones_across_chunks_returns_every_block() {
+        // 130 handles: originals, clones whose sources are released in an
+        // earlier or a later chunk of 64, and a heap packet.
+        drop((0..200).map(|_| Packet::new(8)).collect::<Vec<_>>());
+        let free = local_free_blocks();
+        let heap = pool_stats().heap_live;
+        let mut v: Vec<Packet> = (0..126)
+            .map(|i| Packet::from_slice(&[i as u8; 8]))
+            .collect();
+        let early = v[3].clone(); // source in chunk 0, clone in chunk 2
+        let late_src = Packet::from_slice(b"late");
+        let late = late_src.clone(); // clone in chunk 1, source in chunk 2
+        v.insert(70, late);
+        v.push(early);
+        v.push(late_src);
+        v.push(Packet::new(9000));
+        assert_eq!(v.len(), 130);
+        let mut b = crate::Batch::new();
+        b.vec_mut().extend(v);
+        drop(b);
+        assert_eq!(local_free_blocks(), free);
+        assert_eq!(pool_stats().heap_live, heap);
     }
 
     #[test]

@@ -319,6 +319,37 @@ impl PcapReader {
         }
     }
 
+    /// The classic-pcap fast path over many records: hands `f` each record's data,
+    /// timestamp (ns) and original length, for up to `max` records, stopping early at
+    /// the first record the combined test of [`next_record`](Self::next_record) sends to
+    /// the general path (the end of the file, truncation, an empty, oversized or
+    /// oversnap record, caplen > len) or when `f` returns false (that record is not
+    /// consumed). Read such a record with `next_record`. Returns the records consumed;
+    /// pcapng files consume none.
+    ///
+    /// The byte order and the format are chosen once per call, not per record.
+    #[inline]
+    pub fn read_fast(&mut self, max: usize, mut f: impl FnMut(&[u8], u64, u32) -> bool) -> usize {
+        let PcapReader {
+            backing,
+            pos,
+            format,
+            stats,
+            ..
+        } = self;
+        let Format::Classic(c) = format else {
+            return 0;
+        };
+        let data = bytes(backing);
+        let n = if c.big_endian {
+            classic_run::<true>(data, pos, c, max, &mut f)
+        } else {
+            classic_run::<false>(data, pos, c, max, &mut f)
+        };
+        stats.records += n as u64;
+        n
+    }
+
     /// The whole file as read (decompressed for gzip input): the records' `data` slices
     /// point into it, and it stays valid and unmoved for as long as the reader lives.
     pub fn data_base(&self) -> &[u8] {
@@ -404,6 +435,41 @@ fn classic_next<'a, const BIG: bool>(
         }
         _ => classic_slow(data, pos, stats, *c, link_type),
     }
+}
+
+/// [`PcapReader::read_fast`]'s loop for one byte order: the same combined test as
+/// [`classic_next`], with the position kept in a register.
+#[inline(always)]
+fn classic_run<'a, const BIG: bool>(
+    data: &'a [u8],
+    pos: &mut usize,
+    c: &Classic,
+    max: usize,
+    f: &mut impl FnMut(&'a [u8], u64, u32) -> bool,
+) -> usize {
+    let mut p = *pos;
+    let mut n = 0;
+    while n < max {
+        let Some(h) = data.get(p..).and_then(|s| s.first_chunk::<16>()) else {
+            break;
+        };
+        let caplen = word(h, 8, BIG);
+        let orig_len = word(h, 12, BIG);
+        let start = p + c.hdr_len;
+        let end = start.wrapping_add(caplen as usize);
+        let fits = (caplen.wrapping_sub(1) < c.fast_max) & (caplen <= orig_len);
+        let Some(rec) = data.get(start..end).filter(|_| fits) else {
+            break;
+        };
+        let ts = word(h, 0, BIG) as u64 * 1_000_000_000 + word(h, 4, BIG) as u64 * c.frac_mul;
+        if !f(rec, ts, orig_len) {
+            break;
+        }
+        p = end;
+        n += 1;
+    }
+    *pos = p;
+    n
 }
 
 /// Everything the fast path of a classic record does not handle: the end of the file,

@@ -276,3 +276,34 @@ fn pull_mode_todump_drains_a_queue() {
         .count() as u64;
     assert_eq!(written + queued, expect);
 }
+
+/// Click's IP router chain on a real trace: `Strip(14)`, a write to the IP
+/// header (a copy of the zero-copy packet), `Unstrip(14)`. The Ethernet header
+/// the copy had to carry along comes back byte for byte; only TTL and checksum
+/// change.
+#[test]
+fn unstrip_after_copy_on_write_restores_the_stripped_header() {
+    let out = tmp("decttl.pcap");
+    let r = run(
+        &format!(
+            "c :: Classifier(12/0800, -); FromDump({}, STOP true) -> c; c[1] -> Discard;
+             c[0] -> Strip(14) -> CheckIPHeader -> DecIPTTL -> Unstrip(14) -> ToDump({})",
+            lan().display(),
+            out.display()
+        ),
+        RouterOptions::default(),
+    );
+    drop(r);
+    let inp: Vec<_> = records(&lan())
+        .into_iter()
+        .filter(|(_, _, d)| d.len() >= 34 && d[12..14] == [8, 0] && d[22] > 1)
+        .collect();
+    let outp = records(&out);
+    assert!(outp.len() > 1000, "{} IPv4 packets", outp.len());
+    assert_eq!(outp.len(), inp.len());
+    for ((_, _, a), (_, _, b)) in inp.iter().zip(&outp) {
+        assert_eq!(a[..14], b[..14], "Ethernet header");
+        assert_eq!(b[22], a[22] - 1, "TTL");
+        assert_eq!(a[34..], b[34..]);
+    }
+}

@@ -408,7 +408,10 @@ impl Packet {
 
     /// Copy the packet into a fresh, exclusively owned buffer with at least
     /// `headroom` and `tailroom` bytes around the data, keeping annotations and
-    /// header positions.
+    /// header positions. The bytes in front of the data (headroom, e.g. a
+    /// header removed by `pull`) are copied too, as far as the new headroom
+    /// holds them, so a later [`unstrip`](Self::unstrip) restores them as
+    /// Click's `uniqueify` (which copies the whole buffer) does.
     #[cold]
     fn make_unique(&mut self, headroom: usize, tailroom: usize) {
         let old_hr = self.headroom();
@@ -425,7 +428,8 @@ impl Packet {
                 // overlap the (external or owner's) data being copied.
                 unsafe {
                     let area = (m as *mut u8).add(META_SIZE);
-                    copy_chunked((*m).data, area.add(hr), len);
+                    let keep = old_hr.min(hr);
+                    copy_chunked((*m).data.sub(keep), area.add(hr - keep), keep + len);
                     let delta = hr as isize - old_hr as isize;
                     for h in [
                         &mut (*m).anno.network_header,
@@ -459,14 +463,21 @@ impl Packet {
         });
         let tr = tailroom;
         let mut n = if hr + len + tr <= AREA {
-            let mut n = Self::uninit(hr, len);
-            n.data_mut_unchecked().copy_from_slice(self.data());
-            n
+            Self::uninit(hr, len)
         } else {
-            let mut n = Self::heap(hr, len, tr);
-            n.data_mut_unchecked().copy_from_slice(self.data());
-            n
+            Self::heap(hr, len, tr)
         };
+        let keep = old_hr.min(hr);
+        // SAFETY: `keep` bytes of headroom in front of both data areas
+        // (keep <= old_hr, keep <= hr), `len` bytes of data in each; the new
+        // buffer is exclusively ours and distinct from the old one.
+        unsafe {
+            ptr::copy_nonoverlapping(
+                self.meta().data.sub(keep),
+                n.meta_mut().data.sub(keep),
+                keep + len,
+            );
+        }
         let delta = hr as isize - old_hr as isize;
         let mut anno = self.meta().anno;
         for h in [&mut anno.network_header, &mut anno.transport_header] {
@@ -1108,6 +1119,38 @@ mod tests {
         drop(b);
         assert_eq!(local_free_blocks(), free);
         assert_eq!(pool_stats().heap_live, heap);
+    }
+
+    #[test]
+    fn copy_on_write_keeps_the_headroom_a_later_unstrip_restores() {
+        static FRAME: [u8; 20] = [
+            1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 0x08, 0x00, 0x45, 0, 0, 20, 0xaa, 0xbb,
+        ];
+        // A zero-copy view (its own block's buffer is unused).
+        // SAFETY: static data.
+        let mut v = unsafe { Packet::from_external(FRAME.as_ptr(), FRAME.len()) };
+        v.pull(14);
+        v.data_mut()[0] = 0x46;
+        v.unstrip(14);
+        assert_eq!(&v.data()[..14], &FRAME[..14]);
+        assert_eq!(v.data()[14], 0x46);
+        // A clone of a pool packet.
+        let mut a = Packet::from_slice(&FRAME);
+        a.pull(14);
+        let mut c = a.clone();
+        c.data_mut()[0] = 0x47;
+        c.unstrip(14);
+        assert_eq!(&c.data()[..14], &FRAME[..14]);
+        assert_eq!(a.data()[0], 0x45);
+        // A clone of a heap packet (the general path).
+        let mut big = Packet::new(9000);
+        big.data_mut()[..20].copy_from_slice(&FRAME);
+        big.pull(14);
+        let mut bc = big.clone();
+        bc.data_mut()[0] = 0x48;
+        bc.unstrip(14);
+        assert_eq!(&bc.data()[..14], &FRAME[..14]);
+        assert_eq!(bc.len(), 9000);
     }
 
     #[test]

@@ -355,7 +355,9 @@ impl AggregateIPFlows {
         for p in batch.iter() {
             keys.push(key_of(p, icmp).map(|k| {
                 let i = hash(k.hosts, k.ports, k.tcp) as usize & mask;
+                // A 24-byte slot can straddle two cache lines: fetch both.
                 prefetch(&self.slots[i]);
+                prefetch(&self.slots[i]._pad);
                 (i, k)
             }));
         }

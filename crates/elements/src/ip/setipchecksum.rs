@@ -23,9 +23,13 @@
 //! ```
 //!
 //! # Implementation
-//! One pass over the batch; the header sum uses `linerate_wire`'s
-//! 8-bytes-at-a-time checksum. Shared or view packets are copied into their
-//! own buffer first (no heap allocation).
+//! One pass over the batch (`util::partition`, the per-packet code inlined
+//! into the loop). A 20-byte header is summed as five 32-bit words with the
+//! checksum field masked out instead of being zeroed first (the zeroing
+//! stores followed by loads of the same word stalled on store forwarding;
+//! 88 to 70 instructions per packet); longer headers use `linerate_wire`'s
+//! checksum. Shared or view packets
+//! are copied into their own buffer first (no heap allocation).
 
 use super::util::nh_offset;
 use linerate_runtime::{Batch, ConfigureCtx, Ctx, Element, ElementClass, Packet};
@@ -69,9 +73,14 @@ impl Element for SetIPChecksum {
         let out = super::util::partition(&mut batch, |p| match header(p) {
             Some((nh, hlen)) => {
                 let ip = &mut p.data_mut()[nh..nh + hlen];
-                ip[10] = 0;
-                ip[11] = 0;
-                let c = !super::util::ip_header_sum(ip);
+                let c = match <&mut [u8; 20]>::try_from(&mut *ip) {
+                    Ok(h) => !super::util::ip_header_sum_no_cksum(h),
+                    Err(_) => {
+                        ip[10] = 0;
+                        ip[11] = 0;
+                        !super::util::ip_header_sum(ip)
+                    }
+                };
                 ip[10..12].copy_from_slice(&c.to_be_bytes());
                 false
             }

@@ -1,5 +1,6 @@
 //! Helpers shared by the IP elements (no element lives here).
 
+use linerate_runtime::anno::NO_HEADER;
 use linerate_runtime::Packet;
 use linerate_wire::checksum;
 
@@ -44,8 +45,19 @@ pub(crate) fn th_offset(p: &Packet, nh: usize) -> usize {
 /// header `hlen` bytes later.
 #[inline]
 pub(crate) fn set_ip_header(p: &mut Packet, nh: usize, hlen: usize) {
-    p.set_network_header(nh as isize);
-    p.set_transport_header((nh + hlen) as isize);
+    // The annotations count from the buffer head: one headroom computation
+    // for both (the setters would compute it twice).
+    let at = p.headroom() + nh;
+    let field = |v: usize| {
+        if v < usize::from(NO_HEADER) {
+            v as u16
+        } else {
+            NO_HEADER
+        }
+    };
+    let a = p.anno_mut();
+    a.network_header = field(at);
+    a.transport_header = field(at + hlen);
 }
 
 /// Click's `click_in_cksum_pseudohdr`: the transport checksum of a segment
@@ -80,17 +92,22 @@ pub(crate) fn chatter(msg: &str) {
 /// Runs `f` on every packet of `batch` in order, in one pass, and splits
 /// off those for which it returns true (order kept in both). Returns
 /// `None`, without touching the batch again, when `f` flagged nothing (the
-/// common case). Batches of up to 256 packets use a bitmap on the stack.
-#[inline]
+/// common case). The flags go to a bitmap on the stack (on the heap, once
+/// per batch, for batches of more than 256 packets), so `f` has a single
+/// call site and is inlined into the loop.
+#[inline(always)]
 pub(crate) fn partition(
     batch: &mut linerate_runtime::Batch,
     mut f: impl FnMut(&mut Packet) -> bool,
 ) -> Option<linerate_runtime::Batch> {
-    if batch.len() > 256 {
-        let out = batch.split_off_if(f);
-        return (!out.is_empty()).then_some(out);
-    }
-    let mut bits = [0u64; 4];
+    let mut stack = [0u64; 4];
+    let mut heap;
+    let bits: &mut [u64] = if batch.len() <= 256 {
+        &mut stack
+    } else {
+        heap = vec![0u64; batch.len().div_ceil(64)];
+        &mut heap
+    };
     let mut any = false;
     for (i, p) in batch.iter_mut().enumerate() {
         if f(p) {
@@ -240,6 +257,20 @@ pub(crate) fn ip_header_sum(h: &[u8]) -> u16 {
     }
 }
 
+/// [`ip_header_sum`] of a 20-byte header as if its checksum field (bytes
+/// 10-11) were zero, without writing it: SetIPChecksum's zeroing stores
+/// followed by word loads of the same bytes stalled on store forwarding.
+#[inline(always)]
+pub(crate) fn ip_header_sum_no_cksum(h: &[u8; 20]) -> u16 {
+    let w = |i: usize| u64::from(u32::from_be_bytes([h[i], h[i + 1], h[i + 2], h[i + 3]]));
+    let s = w(0) + w(4) + (w(8) & 0xffff_0000) + w(12) + w(16);
+    let s = (s >> 32) + (s & 0xffff_ffff);
+    let s = (s >> 16) + (s & 0xffff);
+    let s = (s >> 16) + (s & 0xffff);
+    let s = (s >> 16) + (s & 0xffff);
+    s as u16
+}
+
 #[cfg(test)]
 mod tests {
     #[test]
@@ -257,6 +288,13 @@ mod tests {
                 h = [0xff; 20];
             }
             assert_eq!(super::ip_header_sum(&h), linerate_wire::checksum::sum(&h));
+            let mut z = h;
+            z[10] = 0;
+            z[11] = 0;
+            assert_eq!(
+                super::ip_header_sum_no_cksum(&h),
+                linerate_wire::checksum::sum(&z)
+            );
         }
     }
 }

@@ -21,7 +21,7 @@ use linerate_wire::scion::{self as sw, header, path_type, proto, HostAddr, Ia};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 
 /// Expiry unit (337.5 s) in nanoseconds.
-const EXP_UNIT_NS: u64 = 337_500_000_000;
+pub(super) const EXP_UNIT_NS: u64 = 337_500_000_000;
 /// Largest SCMP reply (SCION header and payload).
 const MAX_SCMP_LEN: usize = 1232;
 /// Default end-host port (§11.5).

@@ -5,16 +5,18 @@
 //! passes with one compact record per frame and nothing else.
 //!
 //! 1. `Tables::classify` reads each frame once at fixed offsets (IPv4
-//!    without options, UDP at 34, SCION at 42), as little-endian words
-//!    compared with tables kept in that form, checks exactly what §9.3
-//!    checks on that route and fills a `Rec`: the expected MACs, the SegID
-//!    and PathMeta values to write, the new UDP and IPv4 checksums, ingress
-//!    and egress. The MAC input blocks (K1 already XORed in) go into one
-//!    array for the chunk. A frame that leaves this route anywhere (IPv6 or
-//!    IP options, the internal network, an extension header, peering,
-//!    alerts, expiry, local delivery, an error of any kind, a zero UDP
-//!    checksum) takes the general pipeline of [`Dataplane::stage1`]
-//!    instead, still sharing the batched AES.
+//!    without options, UDP at 34, SCION at 42; everything up to PathMeta
+//!    lies within the first `MIN_FRAME` bytes, so those reads need no
+//!    bounds check), as little-endian words compared with tables kept in
+//!    that form, checks exactly what §9.3 checks on that route and fills a
+//!    `Rec`: the expected MACs, the SegID and PathMeta values to write, the
+//!    new UDP and IPv4 checksums, ingress and egress. The MAC input blocks
+//!    (K1 already XORed in) go into one array for the chunk. A frame that
+//!    leaves this route anywhere (IPv6 or IP options, the internal
+//!    network, an extension header, peering, alerts, expiry, local
+//!    delivery, an error of any kind, a zero UDP checksum) takes the
+//!    general pipeline of [`Dataplane::stage1`] instead, still sharing the
+//!    batched AES.
 //! 2. All MAC blocks of the chunk are encrypted in one call (VAES, 16
 //!    blocks per pass).
 //! 3. `Tables::apply` compares the MACs, writes the path fields and the
@@ -27,6 +29,7 @@
 
 use super::core::{
     be16, be32, ends_sum, fold, pair_ok, write_underlay, Dataplane, Ep, Plan, Stats, Verdict,
+    EXP_UNIT_NS,
 };
 use super::mac::HopMac;
 use super::topology::LinkType;
@@ -46,6 +49,9 @@ const SO: usize = 42;
 const CHUNK: usize = 64;
 /// `by_ifid` entry of an unknown interface.
 const NO_IF: u8 = 0xff;
+/// Shortest frame on the fast route: underlay, SCION common and address
+/// header with 4-byte hosts, PathMeta, one info field and two hop fields.
+const MIN_FRAME: usize = SO + 36 + 4 + INFO_LEN + 2 * HOP_LEN;
 /// The 48 bits of a hop MAC in a little-endian `u64`.
 const MAC_MASK: u64 = 0xffff_ffff_ffff;
 
@@ -84,14 +90,16 @@ struct Link {
     /// `!fold(sum of those addresses and ports)` as the checksum update
     /// counts them (the received part of the UDP checksum adjustment).
     nends: u32,
+    /// The interface: id (the little-endian view of its big-endian
+    /// bytes), `LinkType` as 0 to 3 and index.
+    ifid_le: u16,
+    link: u8,
     idx: u8,
 }
 
 /// What the fast path needs of an interface.
 #[derive(Debug, Clone, Copy)]
 struct If {
-    /// Interface id as the little-endian view of its big-endian bytes.
-    ifid_le: u16,
     /// `LinkType` as 0 to 3.
     link: u8,
     ours: bool,
@@ -164,6 +172,8 @@ impl FastPath {
                     addrs: u64::from_le_bytes([r[0], r[1], r[2], r[3], l[0], l[1], l[2], l[3]]),
                     ports: u32::from_le_bytes([rp[0], rp[1], lp[0], lp[1]]),
                     nends: u32::from(!fold(ends_sum(&f.remote, &f.local))),
+                    ifid_le: f.ifid.swap_bytes(),
+                    link: f.link_to as u8,
                     idx: i as u8,
                 }
             })
@@ -181,7 +191,6 @@ impl FastPath {
                 }
                 let v4 = |a: &[u8; 16]| u32::from(be16(a, 12)) + u32::from(be16(a, 14));
                 If {
-                    ifid_le: f.ifid.swap_bytes(),
                     link: f.link_to as u8,
                     ours: f.ours,
                     v4: f.dst.v4,
@@ -240,9 +249,10 @@ impl FastPath {
             s.plans.clear();
             let mut nb = 0;
             let mac: &HopMac = dp.hop_mac();
+            let now = dp.now_ns;
             for (rec, p) in s.recs.iter_mut().zip(&batch.as_slice()[a..b]) {
                 let f = p.data();
-                if let Some(bl) = t.classify(dp, f, rec) {
+                if let Some(bl) = t.classify(now, f, rec) {
                     s.blocks[nb] = bl[0].to_le_bytes();
                     s.blocks[nb + 1] = bl[1].to_le_bytes();
                     nb += usize::from(rec.nmacs);
@@ -302,24 +312,26 @@ impl Tables {
     /// Pass 1 for one frame: fills `rec` and returns the MAC blocks (K1
     /// applied) if the frame is on the fast route (see the module
     /// documentation), else `None`. Fields are read as little-endian views
-    /// of their big-endian bytes and compared with tables in that form.
+    /// of their big-endian bytes and compared with tables in that form;
+    /// everything up to the PathMeta lies in the first `MIN_FRAME` bytes,
+    /// so only the info and hop fields are read at checked offsets.
     #[inline(always)]
-    fn classify(&self, dp: &Dataplane, f: &[u8], rec: &mut Rec) -> Option<[u128; 2]> {
-        let le64 = |b: &[u8], o: usize| arr::<8>(b, o).map(|a| u64::from_le_bytes(*a));
-        // Underlay: Ethernet, IPv4 without options, not fragmented, UDP
-        // with a checksum, from one of our IPv4 links.
-        let u: &[u8; SO] = f.first_chunk()?;
+    fn classify(&self, now: u64, f: &[u8], rec: &mut Rec) -> Option<[u128; 2]> {
+        let u: &[u8; MIN_FRAME] = f.first_chunk()?;
+        // Underlay: Ethernet, IPv4 without options (0x0800, 0x45), not
+        // fragmented (flags and offset but DF zero), UDP, with a checksum,
+        // long enough for the shortest SCION header of this route, from one
+        // of our IPv4 links.
+        let eth_ip = u32::from_le_bytes([u[12], u[13], u[14], u[15]]) & 0x00ff_ffff;
+        let frag_proto = u32::from_le_bytes([u[20], u[21], u[22], u[23]]) & 0xff00_ff3f;
         let tl = usize::from(be16(u, IP + 2));
         let ulen = usize::from(be16(u, UDP + 4));
         let old_csum = be16(u, UDP + 6);
-        if be16(u, 12) != 0x0800
-            || u[IP] != 0x45
-            || u[IP + 9] != 17
-            || be16(u, IP + 6) & 0x3fff != 0
-            || tl < 28
-            || tl > f.len() - IP
-            || ulen < 8
-            || UDP + ulen > IP + tl
+        if eth_ip != 0x0045_0008
+            || frag_proto != 0x1100_0000
+            || ulen < MIN_FRAME - UDP
+            || ulen + 20 > tl
+            || tl + IP > f.len()
             || old_csum == 0
         {
             return None;
@@ -330,30 +342,50 @@ impl Tables {
             .links
             .iter()
             .find(|l| l.addrs == addrs && l.ports == ports)?;
-        let in_if = self.ifs.get(usize::from(link.idx))?;
         // SCION common and address header, a standard path right after
         // them, no extension header, neither from nor to this AS (step 7
-        // for a frame from a neighbour that is not at its last hop).
-        let s = f.get(SO..UDP + ulen)?;
-        let c: &[u8; 28] = s.first_chunk()?;
-        let hlen = usize::from(c[5]) * 4;
-        let po = 36 + 4 * usize::from(c[9] >> 4 & 3) + 4 * usize::from(c[9] & 3);
-        let dst_ia = u64::from_le_bytes([c[12], c[13], c[14], c[15], c[16], c[17], c[18], c[19]]);
-        let src_ia = u64::from_le_bytes([c[20], c[21], c[22], c[23], c[24], c[25], c[26], c[27]]);
-        if hlen < po + 4
-            || s.len() < hlen
-            || c[8] != path_type::SCION
-            || c[4] == proto::HBH
-            || c[4] == proto::E2E
-            || usize::from(be16(c, 6)) != s.len() - hlen
+        // for a frame from a neighbour that is not at its last hop). The
+        // SCION packet is `f[SO..SO + slen]`, within the frame (checked
+        // above).
+        let slen = ulen - 8;
+        let hlen = usize::from(u[SO + 5]) * 4;
+        let nh = u[SO + 4];
+        let dl = u[SO + 9];
+        let po = 36 + 4 * usize::from(dl >> 4 & 3) + 4 * usize::from(dl & 3);
+        let dst_ia = u64::from_le_bytes([
+            u[SO + 12],
+            u[SO + 13],
+            u[SO + 14],
+            u[SO + 15],
+            u[SO + 16],
+            u[SO + 17],
+            u[SO + 18],
+            u[SO + 19],
+        ]);
+        let src_ia = u64::from_le_bytes([
+            u[SO + 20],
+            u[SO + 21],
+            u[SO + 22],
+            u[SO + 23],
+            u[SO + 24],
+            u[SO + 25],
+            u[SO + 26],
+            u[SO + 27],
+        ]);
+        if u[SO + 8] != path_type::SCION
+            || nh == proto::HBH
+            || nh == proto::E2E
+            || usize::from(be16(u, SO + 6)) + hlen != slen
             || dst_ia == self.ia_le
             || src_ia == self.ia_le
         {
             return None;
         }
         // PathMeta: NumINF valid, no SegLen of 1 (step 2), within MaxHops,
-        // the path in the header; step 1.
-        let word = be32(arr::<4>(s, po)?, 0);
+        // the path in the header; step 1. Segment `inf` holds hops
+        // `first..first + seg_len`; a `seg_len` of 0 is an info field
+        // beyond NumINF.
+        let word = be32(u, SO + po);
         let s0 = (word >> 12 & 0x3f) as usize;
         let s1 = (word >> 6 & 0x3f) as usize;
         let s2 = (word & 0x3f) as usize;
@@ -362,36 +394,38 @@ impl Tables {
         }
         let ninf = 1 + usize::from(s1 != 0) + usize::from(s2 != 0);
         let nhops = s0 + s1 + s2;
-        // Segment `i` holds hops `bound[i]..bound[i + 1]`.
-        let bound = [0, s0, s0 + s1, nhops];
         let hf = (word >> 24 & 0x3f) as usize;
         let inf = (word >> 30) as usize;
-        let hops = po + 4 + INFO_LEN * ninf;
+        // SegLen `inf` from PathMeta bits `12 - 6 inf` on (0 for `inf` 3).
+        let seg_len = (u64::from(word).wrapping_shl(6 * inf as u32 + 46) >> 58) as usize;
+        let first = s0 * usize::from(inf >= 1) + s1 * usize::from(inf >= 2);
+        let hops = SO + po + 4 + INFO_LEN * ninf;
         if nhops > MAX_HOPS
-            || hops + HOP_LEN * nhops > hlen
+            || hops + HOP_LEN * nhops > SO + hlen
             || hf + 1 >= nhops
-            || inf >= ninf
-            || hf < bound[inf]
-            || hf >= bound[inf + 1]
+            || hf.wrapping_sub(first) >= seg_len
         {
             return None;
         }
-        let info_off = po + 4 + INFO_LEN * inf;
-        let info = le64(s, info_off)?;
-        let hop_off = hops + HOP_LEN * hf;
-        let hop = le64(s, hop_off)?;
+        let info_off = SO + po + 4 + INFO_LEN * inf;
+        let info = u64::from_le_bytes(*arr::<8>(f, info_off)?);
+        let hop_f: &[u8; HOP_LEN] = arr(f, hops + HOP_LEN * hf)?;
+        let hop = u64::from_le_bytes(*hop_f.first_chunk()?);
         let flags = info as u8;
         let mut cons_dir = flags & INFO_CONS_DIR != 0;
         // Steps 2 (no peering here) to 5 and 11.
-        let ts = ((info >> 32) as u32).swap_bytes();
+        let expired = |info: u64, hop: u64| {
+            let ts = u64::from(((info >> 32) as u32).swap_bytes());
+            ts * 1_000_000_000 + (1 + (hop >> 8 & 0xff)) * EXP_UNIT_NS < now
+        };
         let (trav_in, in_alert) = if cons_dir {
             ((hop >> 16) as u16, HOP_INGRESS_ALERT)
         } else {
             ((hop >> 32) as u16, HOP_EGRESS_ALERT)
         };
         if flags & INFO_PEER != 0
-            || dp.expired(ts, (hop >> 8) as u8)
-            || trav_in != in_if.ifid_le
+            || expired(info, hop)
+            || trav_in != link.ifid_le
             || hop as u8 & in_alert != 0
         {
             return None;
@@ -406,40 +440,42 @@ impl Tables {
             let new = seg_id ^ (hop >> 48) as u16;
             delta += u32::from(!seg_id.swap_bytes()) + u32::from(new.swap_bytes());
             seg_id = new;
-            rec.seg_off[0] = (info_off + 2) as u16;
+            rec.seg_off[0] = (info_off - SO + 2) as u16;
             rec.seg[0] = new;
             nseg = 1;
         }
         let mut blocks = [self.block(info, seg_id, hop), 0];
-        rec.exp[0] = le64(s, hop_off + 4)? >> 16;
+        rec.exp[0] = u64::from_le_bytes(*hop_f.last_chunk()?) >> 16;
         rec.nmacs = 1;
-        // Step 13: a crossover checks the first hop of the next segment.
-        let xover = hf + 1 == bound[inf + 1];
-        let (mut cur_hf, mut cur_inf) = (hf, inf);
+        // Step 13: a crossover checks the first hop of the next segment
+        // (which has at least two hops: no SegLen is 1).
+        let xover = hf + 1 == first + seg_len;
         let (mut info_off, mut info, mut hop) = (info_off, info, hop);
         if xover {
-            cur_hf = hf + 1;
-            cur_inf = inf + 1;
-            info_off = po + 4 + INFO_LEN * cur_inf;
-            info = le64(s, info_off)?;
-            let hop_off = hops + HOP_LEN * cur_hf;
-            hop = le64(s, hop_off)?;
+            info_off += INFO_LEN;
+            info = u64::from_le_bytes(*arr::<8>(f, info_off)?);
+            let hop_f: &[u8; HOP_LEN] = arr(f, hops + HOP_LEN * (hf + 1))?;
+            hop = u64::from_le_bytes(*hop_f.first_chunk()?);
             cons_dir = info as u8 & INFO_CONS_DIR != 0;
-            if dp.expired(((info >> 32) as u32).swap_bytes(), (hop >> 8) as u8) {
+            if expired(info, hop) {
                 return None;
             }
             blocks[1] = self.block(info, (info >> 16) as u16, hop);
-            rec.exp[1] = le64(s, hop_off + 4)? >> 16;
+            rec.exp[1] = u64::from_le_bytes(*hop_f.last_chunk()?) >> 16;
             rec.nmacs = 2;
         }
         // Steps 14 and 15.
         let egress_le = if cons_dir { hop >> 32 } else { hop >> 16 } as u16;
         let egress = self.by_ifid[usize::from(egress_le.swap_bytes())];
         let eg_if = self.ifs.get(usize::from(egress))?;
-        let pair = u32::from(xover) << 4 | u32::from(in_if.link) << 2 | u32::from(eg_if.link);
+        let pair = u32::from(xover) << 4 | u32::from(link.link) << 2 | u32::from(eg_if.link);
         if !eg_if.v4 || self.pairs >> pair & 1 == 0 {
             return None;
         }
+        // The hop and info indices move by one at a crossover and by one
+        // when leaving; the info index never moves on leaving here, as the
+        // segment after a crossover has at least two hops.
+        let mut inc = u32::from(xover) * 0x4100_0000;
         if eg_if.ours {
             // Steps 16 and 18.
             let eg_alert = if cons_dir {
@@ -447,21 +483,21 @@ impl Tables {
             } else {
                 HOP_INGRESS_ALERT
             };
-            if hop as u8 & eg_alert != 0 || cur_hf + 1 >= nhops {
+            if hop as u8 & eg_alert != 0 || hf + usize::from(xover) + 2 > nhops {
                 return None;
             }
             if cons_dir {
                 let old = (info >> 16) as u16;
                 let new = old ^ (hop >> 48) as u16;
                 delta += u32::from(!old.swap_bytes()) + u32::from(new.swap_bytes());
-                rec.seg_off[nseg] = (info_off + 2) as u16;
+                rec.seg_off[nseg] = (info_off - SO + 2) as u16;
                 rec.seg[nseg] = new;
             }
-            cur_hf += 1;
-            cur_inf += usize::from(cur_hf == *bound.get(cur_inf + 1)?);
+            inc += 0x0100_0000;
         }
-        rec.meta = if xover || eg_if.ours {
-            (cur_inf as u32) << 30 | (cur_hf as u32) << 24 | word & 0x3_ffff
+        // A new PathMeta has the reserved bits cleared.
+        rec.meta = if inc != 0 {
+            (word & 0xff03_ffff) + inc
         } else {
             word
         };
@@ -475,9 +511,9 @@ impl Tables {
         // PathMeta once per stage) gives the same checksum.
         let c = !fold(u32::from(!old_csum) + link.nends + eg_if.ends + delta);
         rec.udp_csum = if c == 0 { 0xffff } else { c };
-        rec.ip_csum = !fold(eg_if.ip_sum + 28 + s.len() as u32);
+        rec.ip_csum = !fold(eg_if.ip_sum + 28 + slen as u32);
         rec.po = po as u16;
-        rec.len = s.len() as u16;
+        rec.len = slen as u16;
         rec.ingress = link.idx;
         rec.egress = egress;
         Some(blocks)

@@ -387,7 +387,7 @@ struct IpfixExport {
 
 fn make(ctx: &ConfigureCtx<'_>) -> Result<Box<dyn Element>, Vec<String>> {
     let mut a = linerate_args::Args::new(&ctx.args);
-    let common = CommonArgs::read(&mut a);
+    let common = CommonArgs::read(&mut a, ctx.replica.0);
     let pen: u32 = a.read_or("ENTERPRISE", DEFAULT_PEN);
     let ignored: Option<linerate_args::Raw> = a.read("IGNORED");
     if pen == 0 || pen == REVERSE_PEN {

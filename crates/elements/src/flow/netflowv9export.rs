@@ -239,7 +239,7 @@ struct V9Export {
 
 fn make(ctx: &ConfigureCtx<'_>) -> Result<Box<dyn Element>, Vec<String>> {
     let mut a = linerate_args::Args::new(&ctx.args);
-    let common = CommonArgs::read(&mut a);
+    let common = CommonArgs::read(&mut a, ctx.replica.0);
     a.complete().map_err(|e| e.0)?;
     let fields = [flow_fields(false), flow_fields(true)];
     let lens = [0, 1].map(|i| fields[i].iter().map(|f| usize::from(f.1)).sum());

@@ -88,7 +88,8 @@ struct Channel {
     sock: Option<(UdpSocket, SocketAddr)>,
     /// The pacer's next free slot.
     next: Mutex<Option<Instant>>,
-    file: Mutex<FileOut>,
+    /// The file (RFC 5655 for IPFIX), written a whole message at a time.
+    file: Option<Mutex<FileOut>>,
     boot_ms: OnceLock<u64>,
     /// Each domain's next sequence number. A domain's lock is held from
     /// stamping a message to writing it, so its messages leave (and reach
@@ -97,7 +98,7 @@ struct Channel {
 }
 
 struct FileOut {
-    file: Option<BufWriter<File>>,
+    w: BufWriter<File>,
     errors: u64,
 }
 
@@ -212,16 +213,19 @@ impl Transport {
             None => None,
         };
         let file = match filename {
-            Some(f) => Some(BufWriter::with_capacity(
-                1 << 18,
-                File::create(f).map_err(|e| format!("{f}: {e}"))?,
-            )),
+            Some(f) => Some(Mutex::new(FileOut {
+                w: BufWriter::with_capacity(
+                    1 << 18,
+                    File::create(f).map_err(|e| format!("{f}: {e}"))?,
+                ),
+                errors: 0,
+            })),
             None => None,
         };
         Ok(Channel {
             sock,
             next: Mutex::new(None),
-            file: Mutex::new(FileOut { file, errors: 0 }),
+            file,
             boot_ms: OnceLock::new(),
             domains: Mutex::new(Vec::new()),
         })
@@ -248,13 +252,12 @@ impl Transport {
                 self.dropped += 1;
             }
         }
-        let mut out = lock(&chan.file);
-        if let Some(f) = out.file.as_mut() {
-            if f.write_all(msg).is_err() {
-                out.errors += 1;
+        if let Some(f) = &chan.file {
+            let mut f = lock(f);
+            if f.w.write_all(msg).is_err() {
+                f.errors += 1;
             }
         }
-        drop(out);
         drop(seq);
         self.messages += 1;
         self.bytes += msg.len() as u64;
@@ -275,17 +278,18 @@ impl Transport {
 
     /// File write errors on the channel.
     pub fn file_errors(&self) -> u64 {
-        self.chan.as_ref().map_or(0, |c| lock(&c.file).errors)
+        self.chan
+            .as_ref()
+            .and_then(|c| c.file.as_ref())
+            .map_or(0, |f| lock(f).errors)
     }
 
     /// Flush the file.
     pub fn finish(&mut self) {
-        if let Some(c) = &self.chan {
-            let mut out = lock(&c.file);
-            if let Some(f) = out.file.as_mut() {
-                if f.flush().is_err() {
-                    out.errors += 1;
-                }
+        if let Some(f) = self.chan.as_ref().and_then(|c| c.file.as_ref()) {
+            let mut f = lock(f);
+            if f.w.flush().is_err() {
+                f.errors += 1;
             }
         }
     }

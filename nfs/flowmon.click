@@ -33,8 +33,9 @@
 // one core). The copies share one reader: each record is read and hashed
 // once, by whichever copy walks that part of the file, and each copy flushes
 // its tables on its own core at the end. The copies' exporters
-// share one socket, pacer and sequence-number space (same COLLECTOR and
-// DOMAIN), so the collector sees one exporter.
+// share one socket and pacer; each copy is an observation domain (source
+// ID) of its own, DOMAIN + copy index, with its own sequence numbers, so
+// the copies never wait for each other's sends.
 //
 // Fast path and aggregator on separate threads: put a Queue between them and
 // place the Unqueue on the second thread:

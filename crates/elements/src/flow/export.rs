@@ -6,7 +6,7 @@ use linerate_runtime::HandlerSpec;
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::net::{SocketAddr, ToSocketAddrs, UdpSocket};
-use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, Weak};
 use std::time::{Duration, Instant};
 
 /// Smallest accepted MTU (payload bytes of a datagram).
@@ -27,9 +27,12 @@ pub(crate) struct CommonArgs {
 
 impl CommonArgs {
     /// Read COLLECTOR, FILENAME, MTU, PACE, TEMPLATE_INTERVAL, TEMPLATE_PACKETS,
-    /// FLUSH_INTERVAL,
-    /// DOMAIN and IMPL from `a`; the caller completes `a`.
-    pub fn read(a: &mut linerate_args::Args) -> CommonArgs {
+    /// FLUSH_INTERVAL, DOMAIN and IMPL from `a`; the caller completes `a`.
+    /// Replica `replica` of a replicated configuration exports as domain
+    /// DOMAIN + `replica`: each replica meters its own share of the flows,
+    /// so it is an observation domain of its own (RFC 7011 section 2, as a
+    /// line card is) with its own sequence numbers and templates.
+    pub fn read(a: &mut linerate_args::Args, replica: usize) -> CommonArgs {
         let collector: Option<String> = a.read_p("COLLECTOR");
         let filename: Option<String> = a.read("FILENAME");
         let mtu: u32 = a.read_or("MTU", 1400);
@@ -69,32 +72,38 @@ impl CommonArgs {
             template_ns: template.nanos.max(1),
             template_msgs: u64::from(template_msgs),
             flush_ns: flush.nanos.max(1),
-            domain,
+            domain: domain.wrapping_add(replica as u32),
             reference: imp.0 == "reference",
         }
     }
 }
 
-/// What one exporting process shares for a (protocol, collector, file,
-/// domain): the socket, the file, the sequence number, the pacer and (for
-/// NetFlow v9) the boot time. Replicas of a configuration, and several
-/// exporter elements with the same destination and domain, use one, so the
-/// collector sees one exporter with one sequence-number space.
+/// What one exporting process shares for a (protocol, collector, file):
+/// the socket, the file, the pacer, the NetFlow v9 boot time, and one
+/// sequence-number space per observation domain. Exporter elements with
+/// the same destination use one channel; those with the same DOMAIN too
+/// share that domain's sequence numbers, so the collector sees one stream
+/// per domain. Replicas have a domain each (see `CommonArgs::read`).
 struct Channel {
     sock: Option<(UdpSocket, SocketAddr)>,
-    state: Mutex<ChannelState>,
+    /// The pacer's next free slot.
+    next: Mutex<Option<Instant>>,
+    /// The file (RFC 5655 for IPFIX), written a whole message at a time.
+    file: Option<Mutex<FileOut>>,
+    boot_ms: OnceLock<u64>,
+    /// Each domain's next sequence number. A domain's lock is held from
+    /// stamping a message to writing it, so its messages leave (and reach
+    /// the file) in sequence order; domains do not wait for each other.
+    domains: Mutex<Vec<(u32, Arc<Mutex<u64>>)>>,
 }
 
-struct ChannelState {
-    file: Option<BufWriter<File>>,
-    file_errors: u64,
-    seq: u64,
-    next: Option<Instant>,
-    boot_ms: Option<u64>,
+struct FileOut {
+    w: BufWriter<File>,
+    errors: u64,
 }
 
-/// (protocol, collector, file, domain).
-type ChannelKey = (&'static str, Option<String>, Option<String>, u32);
+/// (protocol, collector, file).
+type ChannelKey = (&'static str, Option<String>, Option<String>);
 
 /// Live channels; an entry dies with the last exporter using it.
 static CHANNELS: Mutex<Vec<(ChannelKey, Weak<Channel>)>> = Mutex::new(Vec::new());
@@ -103,10 +112,37 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+impl Channel {
+    /// The sequence-number space of `domain`, created on first use.
+    fn domain(&self, domain: u32) -> Arc<Mutex<u64>> {
+        let mut all = lock(&self.domains);
+        if let Some((_, s)) = all.iter().find(|(d, _)| *d == domain) {
+            return s.clone();
+        }
+        let s = Arc::new(Mutex::new(0));
+        all.push((domain, s.clone()));
+        s
+    }
+
+    /// Reserve the next send slot `gap` apart from the last (bursts of
+    /// PACE_BURST after a pause); how long to wait for it.
+    fn pace(&self, gap: Duration) -> Option<Duration> {
+        let now = Instant::now();
+        let floor = now.checked_sub(gap * PACE_BURST).unwrap_or(now);
+        let mut next = lock(&self.next);
+        let slot = next.map_or(floor, |n| n.max(floor));
+        *next = Some(slot + gap);
+        (slot > now).then(|| slot - now)
+    }
+}
+
 /// Where messages go, with counters and pacing.
 pub(crate) struct Transport {
     key: ChannelKey,
+    domain: u32,
     chan: Option<Arc<Channel>>,
+    /// This element's domain's sequence number (in `chan`).
+    seq: Arc<Mutex<u64>>,
     gap: Option<Duration>,
     /// Messages sent (UDP) or written (file only) by this element.
     pub messages: u64,
@@ -122,13 +158,10 @@ const PACE_BURST: u32 = 8;
 impl Transport {
     pub fn new(protocol: &'static str, args: &CommonArgs) -> Transport {
         Transport {
-            key: (
-                protocol,
-                args.collector.clone(),
-                args.filename.clone(),
-                args.domain,
-            ),
+            key: (protocol, args.collector.clone(), args.filename.clone()),
+            domain: args.domain,
             chan: None,
+            seq: Arc::new(Mutex::new(0)),
             gap: (args.pace > 0)
                 .then(|| Duration::from_nanos(1_000_000_000 / u64::from(args.pace))),
             messages: 0,
@@ -137,20 +170,31 @@ impl Transport {
         }
     }
 
-    /// Join the live channel for this destination and domain, or open one:
-    /// resolve the collector, bind a socket, create the file.
+    /// Join the live channel for this destination, or open one: resolve
+    /// the collector, bind a socket, create the file; then join the
+    /// domain's sequence-number space.
     pub fn open(&mut self) -> Result<(), String> {
         let mut all = lock(&CHANNELS);
         all.retain(|(_, w)| w.strong_count() > 0);
-        if let Some(c) = all
+        let found = all
             .iter()
             .find(|(k, _)| *k == self.key)
-            .and_then(|(_, w)| w.upgrade())
-        {
-            self.chan = Some(c);
-            return Ok(());
-        }
-        let (_, collector, filename, _) = &self.key;
+            .and_then(|(_, w)| w.upgrade());
+        let chan = match found {
+            Some(c) => c,
+            None => {
+                let c = Arc::new(self.open_channel()?);
+                all.push((self.key.clone(), Arc::downgrade(&c)));
+                c
+            }
+        };
+        self.seq = chan.domain(self.domain);
+        self.chan = Some(chan);
+        Ok(())
+    }
+
+    fn open_channel(&self) -> Result<Channel, String> {
+        let (_, collector, filename) = &self.key;
         let sock = match collector {
             Some(c) => {
                 let addr = c
@@ -169,87 +213,83 @@ impl Transport {
             None => None,
         };
         let file = match filename {
-            Some(f) => Some(BufWriter::with_capacity(
-                1 << 18,
-                File::create(f).map_err(|e| format!("{f}: {e}"))?,
-            )),
+            Some(f) => Some(Mutex::new(FileOut {
+                w: BufWriter::with_capacity(
+                    1 << 18,
+                    File::create(f).map_err(|e| format!("{f}: {e}"))?,
+                ),
+                errors: 0,
+            })),
             None => None,
         };
-        let c = Arc::new(Channel {
+        Ok(Channel {
             sock,
-            state: Mutex::new(ChannelState {
-                file,
-                file_errors: 0,
-                seq: 0,
-                next: None,
-                boot_ms: None,
-            }),
-        });
-        all.push((self.key.clone(), Arc::downgrade(&c)));
-        self.chan = Some(c);
-        Ok(())
+            next: Mutex::new(None),
+            file,
+            boot_ms: OnceLock::new(),
+            domains: Mutex::new(Vec::new()),
+        })
     }
 
     /// Send one message: `stamp(msg, seq)` writes the header with the
-    /// channel's sequence number and returns what to add to it; then the
-    /// paced datagram goes to the collector and the message to the file,
-    /// all under the channel's lock so sequence numbers leave in order.
+    /// domain's sequence number and returns what to add to it; then the
+    /// paced datagram goes to the collector and the whole message to the
+    /// file, under the domain's lock so its sequence numbers leave in order.
+    /// Other domains (the other replicas) send at the same time through the
+    /// same socket; they share only the pacer's and the file's short locks.
     pub fn send(&mut self, msg: &mut [u8], stamp: impl FnOnce(&mut [u8], u64) -> u64) {
         let Some(chan) = &self.chan else {
             return;
         };
-        let mut st = lock(&chan.state);
-        let inc = stamp(msg, st.seq);
-        st.seq += inc;
+        let mut seq = lock(&self.seq);
+        let inc = stamp(msg, *seq);
+        *seq += inc;
         if let Some((s, addr)) = &chan.sock {
-            if let Some(gap) = self.gap {
-                let now = Instant::now();
-                let floor = now.checked_sub(gap * PACE_BURST).unwrap_or(now);
-                let next = st.next.map_or(floor, |n| n.max(floor));
-                if next > now {
-                    std::thread::sleep(next - now);
-                }
-                st.next = Some(next + gap);
+            if let Some(wait) = self.gap.and_then(|gap| chan.pace(gap)) {
+                std::thread::sleep(wait);
             }
             if s.send_to(msg, addr).is_err() {
                 self.dropped += 1;
             }
         }
-        if let Some(f) = st.file.as_mut() {
-            if f.write_all(msg).is_err() {
-                st.file_errors += 1;
+        if let Some(f) = &chan.file {
+            let mut f = lock(f);
+            if f.w.write_all(msg).is_err() {
+                f.errors += 1;
             }
         }
+        drop(seq);
         self.messages += 1;
         self.bytes += msg.len() as u64;
     }
 
-    /// The channel's next sequence number.
+    /// The domain's next sequence number.
     pub fn seq(&self) -> u64 {
-        self.chan.as_ref().map_or(0, |c| lock(&c.state).seq)
+        *lock(&self.seq)
     }
 
     /// The channel's NetFlow v9 boot time, set by the first caller.
     pub fn boot_ms(&self, proposal: u64) -> u64 {
         match &self.chan {
-            Some(c) => *lock(&c.state).boot_ms.get_or_insert(proposal),
+            Some(c) => *c.boot_ms.get_or_init(|| proposal),
             None => proposal,
         }
     }
 
     /// File write errors on the channel.
     pub fn file_errors(&self) -> u64 {
-        self.chan.as_ref().map_or(0, |c| lock(&c.state).file_errors)
+        self.chan
+            .as_ref()
+            .and_then(|c| c.file.as_ref())
+            .map_or(0, |f| lock(f).errors)
     }
 
     /// Flush the file.
     pub fn finish(&mut self) {
-        if let Some(c) = &self.chan {
-            let mut st = lock(&c.state);
-            if let Some(f) = st.file.as_mut() {
-                if f.flush().is_err() {
-                    st.file_errors += 1;
-                }
+        if let Some(f) = self.chan.as_ref().and_then(|c| c.file.as_ref()) {
+            let mut f = lock(f);
+            if f.w.flush().is_err() {
+                f.errors += 1;
             }
         }
     }

@@ -32,7 +32,10 @@
 //! # Implementation
 //! The constructor removes `PROTOCOL` from the arguments and returns the
 //! chosen exporter itself, so there is no extra call per batch. Its `IMPL`
-//! keyword selects that exporter's fast or reference encoder.
+//! keyword selects that exporter's fast or reference encoder. In replicated
+//! mode each replica's exporter is an observation domain (source ID) of its
+//! own, DOMAIN + replica index, with its own sequence numbers: see
+//! `IPFIXExport`'s Implementation section for why.
 
 use linerate_runtime::{ConfigureCtx, Element, ElementClass};
 

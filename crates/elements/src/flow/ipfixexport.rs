@@ -30,9 +30,11 @@
 //! - `FLUSH_INTERVAL` (time, default 1s): a partly filled message is sent
 //!   after this much (wall or simulated) time.
 //! - `DOMAIN` (integer, default 1): observation domain ID. Exporters with
-//!   the same COLLECTOR, FILENAME and DOMAIN in one process (the replicas of
-//!   `--replicate`, or several elements) share one socket, file, pacer and
-//!   sequence-number space, so the collector sees one exporter.
+//!   the same COLLECTOR and FILENAME in one process share one socket, file
+//!   and pacer (PACE is the total rate); those with the same DOMAIN too
+//!   share its sequence-number space, so the collector sees one stream.
+//!   Replica *r* of `--replicate` exports as domain DOMAIN + *r* (see
+//!   Implementation).
 //! - `ENTERPRISE` (integer, default 32473): private enterprise number of
 //!   linerate's own information elements. 32473 is IANA's number for
 //!   documentation (RFC 5612); set your organisation's number when you have
@@ -83,8 +85,8 @@
 //! - `bytes` (read): bytes of those messages.
 //! - `dropped` (read): datagrams that failed to send.
 //! - `ignored` (read): input packets that were not flow records.
-//! - `sequence` (read): the next message's sequence number (shared with
-//!   the other exporters of the domain).
+//! - `sequence` (read): the next message's sequence number in this
+//!   exporter's domain (shared with the other exporters of the domain).
 //!
 //! # Example
 //! ```click
@@ -102,6 +104,28 @@
 //! sleeps the exporter's thread, so run the exporter on its own thread
 //! when pacing live traffic (see `nfs/flowmon.click`). No allocation per
 //! record.
+//!
+//! Replicas: each replica of `--replicate` meters a disjoint share of the
+//! flows (FromDump splits by flow hash), so each is an Observation Domain
+//! of its own, as RFC 7011 section 2 has a router's line cards: domain
+//! DOMAIN + replica index, with its own templates and its own sequence
+//! numbers (section 3.1: the sequence number counts the data records "from
+//! the current Observation Domain"; section 8: templates are scoped to the
+//! Transport Session and the domain), and its own statistics record (the
+//! counts are the replica's). All domains send through one socket (one
+//! UDP Transport Session; collectors separate the streams by domain, as
+//! section 3.1 asks, and nfcapd lists one exporter per domain). A domain's
+//! lock is held from stamping a message's sequence number to writing it,
+//! so each domain's messages leave and reach the file in sequence order;
+//! the pacer and the file take short locks of their own, and the `sendto`
+//! (about 20 us on loopback) runs under no lock that another domain needs.
+//! Before, the replicas shared one domain and one lock held across every
+//! `sendto`: 94 % of the replicated run's futex calls were on it and the
+//! replicas took turns at the socket. The other way, sequence numbers
+//! reserved under the lock and datagrams sent outside it, keeps one
+//! domain but lets messages leave out of sequence order (a collector
+//! counts that as loss), and the domain's statistics would still be per
+//! replica.
 
 use super::export::{is_icmp, put_be, v4, CommonArgs, MsgBuf, Transport};
 use super::record::{Direction, FlowRecord};
@@ -387,7 +411,7 @@ struct IpfixExport {
 
 fn make(ctx: &ConfigureCtx<'_>) -> Result<Box<dyn Element>, Vec<String>> {
     let mut a = linerate_args::Args::new(&ctx.args);
-    let common = CommonArgs::read(&mut a);
+    let common = CommonArgs::read(&mut a, ctx.replica.0);
     let pen: u32 = a.read_or("ENTERPRISE", DEFAULT_PEN);
     let ignored: Option<linerate_args::Raw> = a.read("IGNORED");
     if pen == 0 || pen == REVERSE_PEN {

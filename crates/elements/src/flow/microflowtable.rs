@@ -812,38 +812,42 @@ impl MicroflowTable {
 
     /// Evict timed-out microflows among the next `n` slots.
     fn sweep(&mut self, n: usize, out: &mut Batch) {
-        if self.rules.idle == u64::MAX && self.rules.active == u64::MAX {
+        let rules = self.rules;
+        if rules.idle == u64::MAX && rules.active == u64::MAX {
             return;
         }
-        let now = self.stats.now;
-        for _ in 0..n.min(self.nslots) {
-            let i = self.hand;
-            self.hand = if i + 1 == self.nslots { 0 } else { i + 1 };
-            let found = match &mut self.table {
-                Table::Fast(f) => (f.tags[i] != 0)
-                    .then(|| {
-                        self.rules.expired(&f.cells[i].0, now).map(|r| {
-                            f.tags[i] = 0;
-                            (unwords(&f.keys[i]), f.cells[i].0, r)
-                        })
-                    })
-                    .flatten(),
-                Table::Reference(t) => match &t.slots[i] {
-                    Some((k, d)) => match self.rules.expired(d, now) {
-                        Some(r) => {
-                            let (k, d) = (*k, *d);
+        let (now, nslots) = (self.stats.now, self.nslots);
+        let mut hand = self.hand;
+        let mut table = std::mem::replace(
+            &mut self.table,
+            Table::Reference(Reference { slots: vec![] }),
+        );
+        for _ in 0..n.min(nslots) {
+            let i = hand;
+            hand = if i + 1 == nslots { 0 } else { i + 1 };
+            match &mut table {
+                Table::Fast(f) => {
+                    if f.tags[i] == 0 {
+                        continue;
+                    }
+                    if let Some(r) = rules.expired(&f.cells[i].0, now) {
+                        f.tags[i] = 0;
+                        let d = f.cells[i].0;
+                        self.emit(out, unwords(&f.keys[i]), &d, r);
+                    }
+                }
+                Table::Reference(t) => {
+                    if let Some((k, d)) = t.slots[i] {
+                        if let Some(r) = rules.expired(&d, now) {
                             t.slots[i] = None;
-                            Some((k, d, r))
+                            self.emit(out, k, &d, r);
                         }
-                        None => None,
-                    },
-                    None => None,
-                },
-            };
-            if let Some((k, d, r)) = found {
-                self.emit(out, k, &d, r);
+                    }
+                }
             }
         }
+        self.hand = hand;
+        self.table = table;
     }
 
     /// Evict up to `max` microflows from `flush_pos` on (forced end); true

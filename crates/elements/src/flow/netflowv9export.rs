@@ -18,9 +18,10 @@
 //!   `TEMPLATE_INTERVAL` (time, default 10s), `TEMPLATE_PACKETS` (integer,
 //!   default 64), `FLUSH_INTERVAL` (time,
 //!   default 1s), `DOMAIN` (integer, default 1: the source ID; exporters
-//!   with the same destination and DOMAIN in one process, such as the
-//!   replicas of `--replicate`, share one socket, sequence-number space and
-//!   boot time), `IMPL` (`fast` or `reference`): as for `IPFIXExport`.
+//!   with the same destination in one process share one socket, pacer and
+//!   boot time, those with the same DOMAIN too one sequence-number space;
+//!   replica *r* of `--replicate` is source ID DOMAIN + *r*), `IMPL`
+//!   (`fast` or `reference`): as for `IPFIXExport`.
 //!
 //! # Templates
 //! 256 (IPv4) and 257 (IPv6): IPV4_SRC_ADDR (8) and IPV4_DST_ADDR (12), or
@@ -65,6 +66,15 @@
 //! list and looks values up by field type; a property test checks that
 //! both give the same bytes), FlowSets padded to 4 bytes, no allocation per
 //! record.
+//!
+//! Replicas export as one Source ID each (DOMAIN + replica index), for the
+//! reason `IPFIXExport` gives: RFC 3954 section 5.1 counts the sequence
+//! number per "Observation Domain" and has collectors separate export
+//! streams by source address and Source ID, so each replica, metering its
+//! own share of the flows, numbers its own packets and no replica waits for
+//! another's `sendto` (nfcapd sees one exporter per Source ID and no
+//! sequence gaps). The replicas share the socket, the pacer and the boot
+//! time.
 
 use super::export::{is_icmp, put_be, v4, CommonArgs, MsgBuf, Transport};
 use super::record::{Direction, FlowRecord};
@@ -239,7 +249,7 @@ struct V9Export {
 
 fn make(ctx: &ConfigureCtx<'_>) -> Result<Box<dyn Element>, Vec<String>> {
     let mut a = linerate_args::Args::new(&ctx.args);
-    let common = CommonArgs::read(&mut a);
+    let common = CommonArgs::read(&mut a, ctx.replica.0);
     a.complete().map_err(|e| e.0)?;
     let fields = [flow_fields(false), flow_fields(true)];
     let lens = [0, 1].map(|i| fields[i].iter().map(|f| usize::from(f.1)).sum());

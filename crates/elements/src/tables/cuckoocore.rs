@@ -286,22 +286,16 @@ impl KeySpec {
                     None if end <= data.len() => return self.extract(p),
                     None => return None,
                 };
-                let word = |i: usize| {
-                    let mut y = [0u8; 8];
-                    y.copy_from_slice(&w[i * 8..i * 8 + 8]);
-                    u64::from_le_bytes(y)
-                };
-                // One load per word, no loop (a loop over `nw` words
-                // compiled to a call to `memcpy`).
-                let nw = len.div_ceil(8);
-                let mut k = match nw {
-                    1 => [word(0), 0, 0, 0, 0],
-                    2 => [word(0), word(1), 0, 0, 0],
-                    3 => [word(0), word(1), word(2), 0, 0],
-                    4 => [word(0), word(1), word(2), word(3), 0],
-                    _ => [word(0), word(1), word(2), word(3), word(4)],
-                };
-                k[nw - 1] &= u64::MAX >> ((nw * 8 - len) * 8);
+                let mut k = [0u64; 5];
+                for (i, x) in k.iter_mut().enumerate() {
+                    let lo = i * 8;
+                    if lo < len {
+                        let mut y = [0u8; 8];
+                        y.copy_from_slice(&w[lo..lo + 8]);
+                        let keep = (len - lo).min(8) * 8;
+                        *x = u64::from_le_bytes(y) & (u64::MAX >> (64 - keep));
+                    }
+                }
                 Some(k)
             }
             _ => self.extract(p),

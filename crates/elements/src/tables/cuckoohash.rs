@@ -73,19 +73,16 @@
 //! compared and hits annotated. The group's keys, locations and values
 //! are arrays on the stack and which packets have a key, and which were
 //! found, are 64-bit masks, so the later stages skip the others without a
-//! branch per packet; the masks are all that is kept per group (no
-//! per-packet class), annotation visits only the found bits, and the
-//! split, when there is one, reads the masks. Packet-byte keys are read
-//! as whole little-endian words, one load each and the last masked (a
-//! loop over the words compiled to a call to `memcpy`), and `KEY FLOW`
-//! reads the 5-tuple straight into key words instead of building a
-//! `FlowKey` first. These took the element from 257 to 222 instructions a
-//! packet (`OFFSET 26 LEN 12`, all hit) and from 361 to 280 (`KEY FLOW`
-//! with `MarkIPHeader`; `perf stat`, 2026-11-22). The reference
-//! implementation keeps the plain byte copy and `FlowKey`, so the
-//! differential tests compare the two readings. Inserts move keys to
-//! their other bucket along the shortest path a breadth-first search
-//! finds (at most 512 buckets).
+//! branch per packet. `KEY FLOW` reads the 5-tuple straight into key
+//! words instead of building a `FlowKey` first (the reference keeps
+//! `FlowKey`, so the differential tests compare the two readings): 361 to
+//! 314 instructions a packet with `MarkIPHeader` (`perf stat`,
+//! 2026-11-22). Tried and dropped: bit masks per group instead of a class
+//! byte per packet, and byte keys read with one load per word; they cut
+//! 257 to 222 instructions a packet (`KEY FLOW` to 280) but, in repeated
+//! `perf stat` runs, raised the cycles of the 1M-key `OFFSET` row by
+//! 15-30 %. Inserts move keys to their other bucket along the shortest
+//! path a breadth-first search finds (at most 512 buckets).
 //!
 //! Both arrays are backed by 2 MiB pages: `MADV_HUGEPAGE` before they are
 //! filled and `MADV_COLLAPSE` after (memory the allocator reuses from a
@@ -99,7 +96,7 @@
 //! Measured (`linerate bench elements CuckooHash`, 1,000,000 keys, on a
 //! shared 2-vCPU VM; docs/performance.md): 35 to 55 ns per packet with
 //! all keys found, short of the 60 Mpps (16.7 ns). The profile:
-//! about 220 instructions a packet (key extraction, hashing, the stages'
+//! about 255 instructions a packet (key extraction, hashing, the stages'
 //! bookkeeping, splitting the batch) and, with the whole table in play,
 //! the prefetches of 64 packets' buckets and entries waiting on DRAM once
 //! the core's outstanding misses are used up.
@@ -120,6 +117,9 @@ pub const CLASS: ElementClass = ElementClass {
     make,
 };
 
+const HIT: u8 = 0;
+const MISS: u8 = 1;
+const BAD: u8 = 2;
 /// Packets looked up together.
 const GROUP: usize = 64;
 
@@ -181,10 +181,8 @@ struct CuckooHash {
     misses: u64,
     drops: u64,
     lookup_result: String,
-    /// Per group of the current batch: the packets found, and those with
-    /// a key, as bit masks (kept to avoid allocating).
-    found: Vec<u64>,
-    valid: Vec<u64>,
+    /// Per-packet class of the current batch (kept to avoid allocating).
+    class: Vec<u8>,
 }
 
 fn make(ctx: &ConfigureCtx<'_>) -> Result<Box<dyn Element>, Vec<String>> {
@@ -228,8 +226,7 @@ fn make(ctx: &ConfigureCtx<'_>) -> Result<Box<dyn Element>, Vec<String>> {
         misses: 0,
         drops: 0,
         lookup_result: String::new(),
-        found: Vec::new(),
-        valid: Vec::new(),
+        class: Vec::new(),
     };
     if let Some(f) = file {
         if let Err(m) = e.load(&f) {
@@ -285,26 +282,23 @@ impl CuckooHash {
         Ok(())
     }
 
-    /// Look up the packets of `batch`, annotate hits and leave, for each
-    /// group of [`GROUP`] packets, the masks of the packets found and of
-    /// those with a key in `self.found` and `self.valid`; returns the
-    /// numbers of hits and of packets without a key.
+    /// Classify the packets of `batch` into `self.class` and annotate
+    /// hits; returns the numbers of hits and of packets without a key.
     fn classify(&mut self, batch: &mut Batch) -> (usize, usize) {
         let spec = self.spec;
         let anno = self.anno;
-        self.found.clear();
-        self.valid.clear();
+        self.class.clear();
         let (mut hits, mut bad) = (0, 0);
-        for group in batch.as_mut_slice().chunks_mut(GROUP) {
-            let n = group.len();
-            let (mut valid, mut found) = (0u64, 0u64);
-            let mut vals = [0u32; GROUP];
-            match &self.table {
-                Table::Fast(t) => {
+        match &self.table {
+            Table::Fast(t) => {
+                for group in batch.as_mut_slice().chunks_mut(GROUP) {
                     // Struct of arrays: keys, locations, values; bit masks
                     // for the packets with a key and the keys found.
                     let mut keys = [[0u64; 5]; GROUP];
                     let mut locs = [Loc::default(); GROUP];
+                    let mut vals = [0u32; GROUP];
+                    let mut valid = 0u64;
+                    let n = group.len();
                     for (i, p) in group.iter().enumerate() {
                         if let Some(k) = spec.extract_fast(p) {
                             locs[i] = t.locate(&k);
@@ -312,32 +306,43 @@ impl CuckooHash {
                             valid |= 1 << i;
                         }
                     }
-                    found = t.resolve(&keys[..n], &locs[..n], valid, &mut vals[..n]);
-                }
-                Table::Reference(m, _) => {
-                    for (i, p) in group.iter().enumerate() {
-                        if let Some(k) = spec.extract(p) {
-                            valid |= 1 << i;
-                            if let Some(&v) = m.get(&k) {
-                                vals[i] = v;
-                                found |= 1 << i;
+                    let found = t.resolve(&keys[..n], &locs[..n], valid, &mut vals[..n]);
+                    hits += found.count_ones() as usize;
+                    bad += n - valid.count_ones() as usize;
+                    for (i, p) in group.iter_mut().enumerate() {
+                        self.class.push(if found >> i & 1 != 0 {
+                            if let Some(o) = anno {
+                                p.anno_mut().set_u32(o, vals[i]);
                             }
-                        }
+                            HIT
+                        } else if valid >> i & 1 != 0 {
+                            MISS
+                        } else {
+                            BAD
+                        });
                     }
                 }
             }
-            if let Some(o) = anno {
-                let mut f = found;
-                while f != 0 {
-                    let i = f.trailing_zeros() as usize;
-                    f &= f - 1;
-                    group[i].anno_mut().set_u32(o, vals[i]);
+            Table::Reference(m, _) => {
+                for p in batch.iter_mut() {
+                    self.class.push(match spec.extract(p) {
+                        None => {
+                            bad += 1;
+                            BAD
+                        }
+                        Some(k) => match m.get(&k) {
+                            None => MISS,
+                            Some(&v) => {
+                                if let Some(o) = anno {
+                                    p.anno_mut().set_u32(o, v);
+                                }
+                                hits += 1;
+                                HIT
+                            }
+                        },
+                    });
                 }
             }
-            hits += found.count_ones() as usize;
-            bad += n - valid.count_ones() as usize;
-            self.found.push(found);
-            self.valid.push(valid);
         }
         (hits, bad)
     }
@@ -353,14 +358,11 @@ impl Element for CuckooHash {
             return batch;
         }
         let (mut keep, mut miss, mut err) = (Batch::new(), Batch::new(), Batch::new());
-        for (j, p) in batch.drain().enumerate() {
-            let (g, bit) = (j / GROUP, 1u64 << (j % GROUP));
-            if self.found[g] & bit != 0 {
-                keep.push(p);
-            } else if self.valid[g] & bit != 0 {
-                miss.push(p);
-            } else {
-                err.push(p);
+        for (p, &c) in batch.drain().zip(&self.class) {
+            match c {
+                HIT => keep.push(p),
+                MISS => miss.push(p),
+                _ => err.push(p),
             }
         }
         ctx.push(1, miss);

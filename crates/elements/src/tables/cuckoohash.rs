@@ -73,8 +73,16 @@
 //! compared and hits annotated. The group's keys, locations and values
 //! are arrays on the stack and which packets have a key, and which were
 //! found, are 64-bit masks, so the later stages skip the others without a
-//! branch per packet. Inserts move keys to their other bucket along the
-//! shortest path a breadth-first search finds (at most 512 buckets).
+//! branch per packet. `KEY FLOW` reads the 5-tuple straight into key
+//! words instead of building a `FlowKey` first (the reference keeps
+//! `FlowKey`, so the differential tests compare the two readings): 361 to
+//! 314 instructions a packet with `MarkIPHeader` (`perf stat`,
+//! 2026-11-22). Tried and dropped: bit masks per group instead of a class
+//! byte per packet, and byte keys read with one load per word; they cut
+//! 257 to 222 instructions a packet (`KEY FLOW` to 280) but, in repeated
+//! `perf stat` runs, raised the cycles of the 1M-key `OFFSET` row by
+//! 15-30 %. Inserts move keys to their other bucket along the shortest
+//! path a breadth-first search finds (at most 512 buckets).
 //!
 //! Both arrays are backed by 2 MiB pages: `MADV_HUGEPAGE` before they are
 //! filled and `MADV_COLLAPSE` after (memory the allocator reuses from a
@@ -292,7 +300,7 @@ impl CuckooHash {
                     let mut valid = 0u64;
                     let n = group.len();
                     for (i, p) in group.iter().enumerate() {
-                        if let Some(k) = spec.extract(p) {
+                        if let Some(k) = spec.extract_fast(p) {
                             locs[i] = t.locate(&k);
                             keys[i] = k;
                             valid |= 1 << i;

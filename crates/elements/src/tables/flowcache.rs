@@ -81,15 +81,19 @@
 //! The cache is struct-of-arrays: each line's 32-bit hash signature, flow
 //! id, last-seen time and LRU stamp take 16 bytes, so a 4-way set is one
 //! 64-byte cache line; the 40-byte keys lie in a separate array. A batch is
-//! processed 64 packets at a time in three passes: read the 5-tuples, hash
+//! processed 64 packets at a time in three passes: read the 5-tuples
+//! (straight into key words, as `CuckooHash`'s `KEY FLOW`; the reference
+//! goes through `FlowKey`), hash
 //! them and prefetch their sets; compare each set's signatures and
 //! prefetch the matching key; compare keys, update the line (last seen,
 //! LRU stamp) and annotate. The last-seen times are written back to the
 //! flow table only when a line is evicted or the table is swept, so a hit
 //! touches nothing but its set and its key. The flow table is
 //! `CuckooHash`'s bucketized cuckoo table; the slow path prefetches its
-//! buckets and entries for a whole group of returning packets (its staged
-//! bulk lookup) before handling them one by one. The table's arrays are
+//! buckets and entries for a whole group of up to 16 returning packets
+//! (its staged bulk lookup, with arrays 16 long: groups of 64 zeroed
+//! 3.5 KiB of stack for the two or three misses of a typical batch,
+//! about 10 instructions a packet) before handling them one by one. The table's arrays are
 //! on 2 MiB pages: they are asked for before the table is filled and
 //! collapsed into after (`MADV_COLLAPSE`), since memory reused from a
 //! freed table otherwise kept its 4 KiB pages; a slow-path lookup then
@@ -102,8 +106,9 @@
 //! 1,000,000 flows, 95 % hits, misses returning through the slow path, on
 //! a shared 2-vCPU VM; docs/performance.md): about 45 ns per packet
 //! (`MarkIPHeader` included), short of the 80 Mpps (12.5 ns).
-//! About 415 instructions a packet (`perf stat`, `MarkIPHeader`
-//! included): the fast path's 5-tuple read, hash and three passes, the
+//! About 410 instructions a packet (`perf stat`, `MarkIPHeader`
+//! included; 424 before the direct 5-tuple read and the short slow-path
+//! groups of 2026-11-22): the fast path's 5-tuple read, hash and three passes, the
 //! split of almost every batch over two outputs (at a 95 % hit rate only
 //! 4 % of 64-packet batches are all hits), and the slow path's work for
 //! the 5 % of misses (a second element visit, the flow-table lookup, the
@@ -111,7 +116,8 @@
 //! which at 896 KiB do not fit the 512 KiB L2.
 
 use super::cuckoocore::{
-    flow_key, hash, key_eq, parse_flow, read_table, reduce, table_lines, Cuckoo, IdAlloc, Key,
+    flow_key, hash, key_eq, packet_flow_key, parse_flow, read_table, reduce, table_lines, Cuckoo,
+    IdAlloc, Key,
 };
 use crate::hint::prefetch;
 use linerate_args::{Args, Seconds};
@@ -135,6 +141,11 @@ const MISS: u8 = 1;
 const BAD: u8 = 2;
 /// Packets processed together on the fast path.
 const GROUP: usize = 64;
+/// Packets processed together on the slow path: its batches are the few
+/// misses of a fast-path batch, and its group arrays (and the flow
+/// table's staged lookup) are zeroed per group, so they are kept short
+/// (64 cost FlowCache about 10 instructions a packet more, `perf stat`).
+const SLOW_GROUP: usize = 16;
 
 /// Packet time in 2^20 ns units, never 0 (0 means "not seen yet").
 #[inline(always)]
@@ -323,8 +334,8 @@ impl Store for Fast {
             let mut firsts = [usize::MAX; GROUP];
             // Pass 1: 5-tuples, hashes, prefetch the sets.
             for (i, p) in group.iter().enumerate() {
-                if let Some(f) = FlowKey::from_packet(p) {
-                    keys[i] = flow_key(&f);
+                if let Some(k) = packet_flow_key(p) {
+                    keys[i] = k;
                     hs[i] = hash(&keys[i]);
                     firsts[i] = self.set_of(hs[i]);
                     prefetch(&self.meta[firsts[i] / 4]);
@@ -460,8 +471,9 @@ impl Store for Fast {
     }
 
     fn prefetch_flows(&self, keys: &[Option<Key>]) {
-        let mut out = [None; GROUP];
-        self.flows.get_batch(keys, &mut out[..keys.len()]);
+        let mut out = [None; SLOW_GROUP];
+        self.flows
+            .get_batch::<SLOW_GROUP>(keys, &mut out[..keys.len()]);
     }
 
     fn flow_insert(&mut self, k: Key, id: u32) -> bool {
@@ -776,8 +788,8 @@ impl FlowCache {
     /// the cache, annotate.
     fn slow(&mut self, batch: &mut Batch) {
         self.class.clear();
-        for group in batch.as_mut_slice().chunks_mut(GROUP) {
-            let mut keys = [None; GROUP];
+        for group in batch.as_mut_slice().chunks_mut(SLOW_GROUP) {
+            let mut keys = [None; SLOW_GROUP];
             for (k, p) in keys.iter_mut().zip(group.iter()) {
                 *k = FlowKey::from_packet(p).map(|f| flow_key(&f));
             }

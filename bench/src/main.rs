@@ -4,13 +4,25 @@
 //! (AggregateIPFlows; DecIPTTL, SetIPChecksum and ToDump to a memory-backed
 //! file system).
 //!
-//! `linerate-bench core [--runs N] [--traces DIR] [--quick]` runs the core
-//! framework benchmark of issue 2: each case is a separate `linerate`
-//! process (start-up included), timed from spawn to exit, repeated N times
-//! (default 5); the table reports the median, min and max. The traces are
-//! generated with `gentrace` on first use and kept in DIR (default
-//! `bench/traces`, ignored by git). Run it through `bench/run-core.sh`,
-//! which builds the release binaries first.
+//! `linerate-bench core [--runs N] [--traces DIR] [--quick] [--evict]` runs
+//! the core framework benchmark of issue 2: each case is a separate
+//! `linerate` process (start-up included), timed from spawn to exit. After
+//! one warm-up round, N rounds (default 5) run every case once, in turn, so
+//! that a change in the machine's load or page-cache state during the
+//! benchmark reaches every case alike; the table reports the median, min
+//! and max, and ratios between cases are also taken round by round. The
+//! traces are generated with `gentrace` on first use and kept in DIR
+//! (default `bench/traces`, ignored by git). Run it through
+//! `bench/run-core.sh`, which builds the release binaries first.
+//!
+//! The cost of the page faults on a memory-mapped trace depends on how the
+//! file came into the page cache: read from disk through a mapping, it is
+//! held in large folios that a fault maps 2 MiB at a time; written by
+//! `gentrace` or brought back after memory pressure, in small ones that a
+//! fault maps 64 KiB at a time (on 20M records, about 0.01 s of kernel time
+//! against 0.4 s). `--evict` drops the traces from the page cache first, so
+//! that the warm-up round reads them from disk through the mapping: the
+//! first state, reproducibly.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -89,12 +101,13 @@ fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let suite = args.first().cloned().unwrap_or_default();
     if suite != "core" && suite != "ip" {
-        eprintln!("usage: linerate-bench core|ip [--runs N] [--traces DIR] [--quick]");
+        eprintln!("usage: linerate-bench core|ip [--runs N] [--traces DIR] [--quick] [--evict]");
         std::process::exit(2);
     }
     let mut runs = 5;
     let mut traces = PathBuf::from("bench/traces");
     let mut quick = false;
+    let mut evict = false;
     let mut i = 1;
     while i < args.len() {
         match args[i].as_str() {
@@ -107,6 +120,7 @@ fn main() {
                 traces = PathBuf::from(&args[i]);
             }
             "--quick" => quick = true,
+            "--evict" => evict = true,
             o => panic!("unknown option {o}"),
         }
         i += 1;
@@ -117,6 +131,11 @@ fn main() {
         ensure_trace(&traces, "small20m", "small-20m.pcap")
     };
     let big_n: u64 = if quick { 2_000_000 } else { 20_000_000 };
+    if evict {
+        for f in std::fs::read_dir(&traces).expect("trace dir").flatten() {
+            evict_from_page_cache(&f.path());
+        }
+    }
     if suite == "ip" {
         return suite_ip(&big, big_n, &traces, runs);
     }
@@ -134,10 +153,16 @@ fn main() {
         Case { name: "per-packet workload, 1 thread".into(), packets: gen_n / 2, cmd: lr(&format!("InfiniteSource(LENGTH 64, LIMIT {}, STOP true) -> Counter -> Counter -> Counter -> Counter -> Discard", gen_n / 2), &[]) },
         Case { name: "per-packet workload, 2 threads replicated".into(), packets: gen_n / 2, cmd: lr(&format!("InfiniteSource(LENGTH 64, LIMIT {}, STOP true) -> Counter -> Counter -> Counter -> Counter -> Discard", gen_n / 2), &["--threads", "2", "--replicate"]) },
     ];
-    let medians = measure(&cases, runs);
+    let (medians, times) = measure(&cases, runs);
     println!();
+    let paired: Vec<f64> = times[0]
+        .iter()
+        .zip(&times[1])
+        .map(|(f, d)| f / d * 100.0)
+        .collect();
+    let (med, min, max) = stats(paired);
     println!(
-        "FromDump vs floor: {:.1} % of the floor's rate",
+        "FromDump vs floor: {:.1} % of the floor's rate (medians); round by round: median {med:.1} %, min {min:.1} %, max {max:.1} %",
         medians[1] / medians[0] * 100.0
     );
     let per_elem_ns = (1e3 / medians[5] - 1e3 / medians[4]) / 9.0;
@@ -148,16 +173,24 @@ fn main() {
     );
 }
 
-/// Run every case `runs` times after one warm-up run; print the table and
-/// return the median rates in Mpps.
-fn measure(cases: &[Case], runs: usize) -> Vec<f64> {
+/// Run one warm-up round, then `runs` rounds of every case in turn; print
+/// the table and return the median rates in Mpps and each case's times (in
+/// round order).
+fn measure(cases: &[Case], runs: usize) -> (Vec<f64>, Vec<Vec<f64>>) {
+    for c in cases {
+        run_once(&c.cmd); // warm the page cache and the binary
+    }
+    let mut times = vec![Vec::new(); cases.len()];
+    for _ in 0..runs {
+        for (c, t) in cases.iter().zip(&mut times) {
+            t.push(run_once(&c.cmd));
+        }
+    }
     println!("| case | packets | median s | min s | max s | median Mpps |");
     println!("|---|---:|---:|---:|---:|---:|");
     let mut medians = Vec::new();
-    for c in cases {
-        run_once(&c.cmd); // warm the page cache and the binary
-        let v: Vec<f64> = (0..runs).map(|_| run_once(&c.cmd)).collect();
-        let (med, min, max) = stats(v);
+    for (c, t) in cases.iter().zip(&times) {
+        let (med, min, max) = stats(t.clone());
         println!(
             "| {} | {} | {:.3} | {:.3} | {:.3} | {:.1} |",
             c.name,
@@ -169,7 +202,20 @@ fn measure(cases: &[Case], runs: usize) -> Vec<f64> {
         );
         medians.push(c.packets as f64 / med / 1e6);
     }
-    medians
+    (medians, times)
+}
+
+/// Drop `path`'s pages from the page cache (clean pages only; a hint the
+/// kernel may ignore in part).
+fn evict_from_page_cache(path: &Path) {
+    use std::os::fd::AsRawFd;
+    if let Ok(f) = std::fs::File::open(path) {
+        // SAFETY: a valid open descriptor; the call only advises the kernel.
+        let rc = unsafe { libc::posix_fadvise(f.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
+        if rc != 0 {
+            eprintln!("{}: posix_fadvise: error {rc}", path.display());
+        }
+    }
 }
 
 /// Issue 3's pipelines of Click's IP elements.

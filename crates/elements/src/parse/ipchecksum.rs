@@ -348,8 +348,9 @@ fn fold_ne(s: u64) -> u16 {
 mod avx2 {
     use std::arch::x86_64::*;
 
-    /// Steps per block: a 32-bit lane gains at most 0xffff per step, so
-    /// it cannot overflow within 65,536 of them.
+    /// Bytes per block, 65,536 steps: a 32-bit lane gains at most 0xffff
+    /// per step, and 65,536 * 0xffff < 2^32 (one more 32-byte step only in
+    /// a shorter last block).
     const BLOCK: usize = 64 * 65_536;
 
     /// [`super::sum_ne`] with AVX2 (equal modulo 0xffff, which is all the

@@ -94,7 +94,7 @@
 //! replicas: `(h * n) >> 32`.
 
 use crate::hint::prefetch;
-use linerate_io::pcap::{LinkKind, PcapReader};
+use linerate_io::pcap::{LinkKind, PcapReader, Record, RecordError};
 use linerate_runtime::anno::offsets;
 use linerate_runtime::{
     Batch, ConfigureCtx, Ctx, Element, ElementClass, HandlerSpec, InitCtx, IoCounts, Packet,
@@ -314,6 +314,22 @@ fn flow_hash(d: &[u8], ip: Option<usize>) -> u32 {
 /// The replica (of `n`) that owns flow hash `h`: multiply-shift on the
 /// hash's high bits (its low bit is always 1, so `h % n` would not spread).
 #[inline]
+/// A record read by the general path, or `None` at the end of the file or
+/// at a bad record, whose message goes to `err`: reading stops either way.
+fn usable<'a>(
+    item: Option<Result<Record<'a>, RecordError>>,
+    err: &mut Option<String>,
+) -> Option<Record<'a>> {
+    match item {
+        Some(Ok(r)) => Some(r),
+        Some(Err(e)) => {
+            *err = Some(e.to_string());
+            None
+        }
+        None => None,
+    }
+}
+
 fn owner(h: u32, n: usize) -> usize {
     ((h as u64 * n as u64) >> 32) as usize
 }
@@ -393,17 +409,9 @@ impl Shared {
         let mut err = None;
         let mut end = false;
         for _ in 0..WALK {
-            let rec = match reader.next_record() {
-                Some(Ok(r)) => r,
-                Some(Err(e)) => {
-                    err = Some(e.to_string());
-                    end = true;
-                    break;
-                }
-                None => {
-                    end = true;
-                    break;
-                }
+            let Some(rec) = usable(reader.next_record(), &mut err) else {
+                end = true;
+                break;
             };
             let kind = rec.link_type.kind();
             // (An IP header past 64 KiB, behind thousands of VLAN tags in
@@ -661,26 +669,17 @@ impl FromDump {
                     if w.room() == 0 {
                         break;
                     }
-                    match reader.next_record() {
-                        Some(Ok(r)) => {
-                            if is_raw(r.link_type.kind()) {
-                                raw_ip[max - w.room()] = true;
-                                any_raw = true;
-                            }
-                            bytes += r.data.len() as u64;
-                            let extra = r.orig_len.saturating_sub(r.data.len() as u32);
-                            w.push(r.data.as_ptr(), r.data.len(), r.ts_ns, extra);
-                        }
-                        Some(Err(e)) => {
-                            err = Some(e.to_string());
-                            end = true;
-                            break;
-                        }
-                        None => {
-                            end = true;
-                            break;
-                        }
+                    let Some(r) = usable(reader.next_record(), &mut err) else {
+                        end = true;
+                        break;
+                    };
+                    if is_raw(r.link_type.kind()) {
+                        raw_ip[max - w.room()] = true;
+                        any_raw = true;
                     }
+                    bytes += r.data.len() as u64;
+                    let extra = r.orig_len.saturating_sub(r.data.len() as u32);
+                    w.push(r.data.as_ptr(), r.data.len(), r.ts_ns, extra);
                 })
             })
         };

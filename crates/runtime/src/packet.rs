@@ -789,7 +789,9 @@ impl Pool<'_> {
 
     /// Append `n` zero-copy views of `data`, all with timestamp `ts_ns`.
     /// Blocks are taken from the free list as one slice, so the loop does
-    /// no per-packet bookkeeping on the list.
+    /// no per-packet bookkeeping on the list. (Its own loop rather than
+    /// [`views_with`](Self::views_with): written through a `ViewWriter`,
+    /// `InfiniteSource -> Discard` costs 9 more instructions per packet.)
     ///
     /// # Safety
     /// As for [`Packet::from_external`].

@@ -71,7 +71,7 @@
 //! (`Pool::views_with`); unusual records (empty, oversized, oversnap,
 //! truncated) and pcapng files go through the general record path one at a
 //! time. Against a per-record call of the general path this took the
-//! `FromDump -> Discard` benchmark from 142 to 108 instructions per packet.
+//! `FromDump -> Discard` benchmark from 142 to 102 instructions per packet.
 //!
 //! Replicated mode without `TIMING`, `SAMPLE`, `START`/`END`/`START_AFTER`/
 //! `END_AFTER`/`INTERVAL` shares one reader between the replicas (they are

@@ -400,8 +400,30 @@ impl PcapReader {
     }
 }
 
-/// The classic pcap record path for one byte order: one combined test for the common
-/// case (a whole record of 1 to `fast_max` bytes, caplen <= len), the rest in `classic_slow`.
+/// The combined test of the classic fast path for the record at `p`: a whole
+/// record of 1 to `fast_max` bytes with caplen <= len. Returns its data, timestamp
+/// (ns), original length and the offset after it; `None` for anything the general
+/// path must see.
+#[inline(always)]
+fn classic_fast<'a, const BIG: bool>(
+    data: &'a [u8],
+    p: usize,
+    c: &Classic,
+) -> Option<(&'a [u8], u64, u32, usize)> {
+    let h = data.get(p..)?.first_chunk::<16>()?;
+    let caplen = word(h, 8, BIG);
+    let orig_len = word(h, 12, BIG);
+    let start = p + c.hdr_len;
+    // Cannot wrap on 64-bit targets; where it could, `get` below sees end < start.
+    let end = start.wrapping_add(caplen as usize);
+    let fits = (caplen.wrapping_sub(1) < c.fast_max) & (caplen <= orig_len);
+    let rec = data.get(start..end).filter(|_| fits)?;
+    let ts = word(h, 0, BIG) as u64 * 1_000_000_000 + word(h, 4, BIG) as u64 * c.frac_mul;
+    Some((rec, ts, orig_len, end))
+}
+
+/// The classic pcap record path for one byte order: [`classic_fast`] for the common
+/// case, the rest in `classic_slow`.
 #[inline(always)]
 fn classic_next<'a, const BIG: bool>(
     data: &'a [u8],
@@ -410,38 +432,26 @@ fn classic_next<'a, const BIG: bool>(
     c: &Classic,
     link_type: LinkType,
 ) -> Option<Result<Record<'a>, RecordError>> {
-    let p = *pos;
-    let Some(h) = data.get(p..).and_then(|s| s.first_chunk::<16>()) else {
-        return classic_slow(data, pos, stats, *c, link_type);
-    };
-    let caplen = word(h, 8, BIG);
-    let orig_len = word(h, 12, BIG);
-    let start = p + c.hdr_len;
-    // Cannot wrap on 64-bit targets; where it could, `get` below sees end < start.
-    let end = start.wrapping_add(caplen as usize);
-    let fits = (caplen.wrapping_sub(1) < c.fast_max) & (caplen <= orig_len);
-    match data.get(start..end) {
-        Some(rec) if fits => {
+    match classic_fast::<BIG>(data, *pos, c) {
+        Some((rec, ts_ns, orig_len, end)) => {
             *pos = end;
             stats.records += 1;
-            let sec = word(h, 0, BIG);
-            let frac = word(h, 4, BIG);
             Some(Ok(Record {
-                ts_ns: sec as u64 * 1_000_000_000 + frac as u64 * c.frac_mul,
+                ts_ns,
                 orig_len,
                 data: rec,
                 link_type,
             }))
         }
-        _ => classic_slow(data, pos, stats, *c, link_type),
+        None => classic_slow(data, pos, stats, *c, link_type),
     }
 }
 
 /// How far ahead of the record being read `read_fast` prefetches the file.
 const PREFETCH_AHEAD: usize = 2048;
 
-/// [`PcapReader::read_fast`]'s loop for one byte order: the same combined test as
-/// [`classic_next`], with the position kept in a register.
+/// [`PcapReader::read_fast`]'s loop for one byte order: [`classic_fast`] record
+/// after record, with the position kept in a register.
 #[inline(always)]
 fn classic_run<'a, const BIG: bool>(
     data: &'a [u8],
@@ -453,18 +463,9 @@ fn classic_run<'a, const BIG: bool>(
     let mut p = *pos;
     let mut n = 0;
     while n < max {
-        let Some(h) = data.get(p..).and_then(|s| s.first_chunk::<16>()) else {
+        let Some((rec, ts, orig_len, end)) = classic_fast::<BIG>(data, p, c) else {
             break;
         };
-        let caplen = word(h, 8, BIG);
-        let orig_len = word(h, 12, BIG);
-        let start = p + c.hdr_len;
-        let end = start.wrapping_add(caplen as usize);
-        let fits = (caplen.wrapping_sub(1) < c.fast_max) & (caplen <= orig_len);
-        let Some(rec) = data.get(start..end).filter(|_| fits) else {
-            break;
-        };
-        let ts = word(h, 0, BIG) as u64 * 1_000_000_000 + word(h, 4, BIG) as u64 * c.frac_mul;
         #[cfg(target_arch = "x86_64")]
         // SAFETY: a prefetch is a hint; it never faults, whatever the address.
         unsafe {

@@ -502,6 +502,28 @@ mod tests {
         }
     }
 
+    /// Receive on `port` into `bufs`/`meta` until at least `want` datagrams
+    /// have arrived (or about 10 s have passed); the number received.
+    fn recv_at_least(
+        m: &mut Mmsg,
+        port: &UdpPort,
+        bufs: &mut [Vec<u8>],
+        meta: &mut [RecvMeta],
+        want: usize,
+    ) -> usize {
+        let mut got = 0;
+        for _ in 0..1000 {
+            got += m
+                .recv(port, &mut bufs[got..], |v| &mut v[..], &mut meta[got..])
+                .unwrap();
+            if got >= want {
+                break;
+            }
+            wait_readable(&[port.as_raw_fd()], 10);
+        }
+        got
+    }
+
     #[test]
     fn batch_round_trip_on_loopback() {
         let a = UdpPort::bind("127.0.0.1:0".parse().unwrap()).unwrap();
@@ -514,16 +536,7 @@ mod tests {
         assert_eq!((st.sent, st.bytes, st.errors), (6, 75, 0));
         let mut bufs = vec![vec![0u8; 12]; 8];
         let mut meta = [RecvMeta::default(); 8];
-        let mut got = 0;
-        for _ in 0..1000 {
-            got += m
-                .recv(&b, &mut bufs[got..], |v| &mut v[..], &mut meta[got..])
-                .unwrap();
-            if got == 6 {
-                break;
-            }
-            wait_readable(&[b.as_raw_fd()], 10);
-        }
+        let got = recv_at_least(&mut m, &b, &mut bufs, &mut meta, 6);
         assert_eq!(got, 6);
         for (i, mt) in meta[..6].iter().enumerate() {
             assert_eq!(mt.peer, Some(a.local_addr()));
@@ -538,14 +551,7 @@ mod tests {
         assert_eq!(c.peer_addr(), Some(b.local_addr()));
         let st = m.send(&c, &refs[..1], |v| (*v, None));
         assert_eq!((st.sent, st.errors), (1, 0));
-        let mut got = 0;
-        for _ in 0..1000 {
-            got = m.recv(&b, &mut bufs, |v| &mut v[..], &mut meta).unwrap();
-            if got > 0 {
-                break;
-            }
-            wait_readable(&[b.as_raw_fd()], 10);
-        }
+        let got = recv_at_least(&mut m, &b, &mut bufs, &mut meta, 1);
         assert_eq!((got, meta[0].peer), (1, Some(c.local_addr())));
         // GSO: runs of equal lengths (the last shorter) arrive as the same
         // datagrams, in order.
@@ -561,16 +567,7 @@ mod tests {
         assert_eq!(st.bytes, lens.iter().sum::<usize>());
         let mut big = vec![vec![0u8; 4000]; 16];
         let mut meta = [RecvMeta::default(); 16];
-        let mut got = 0;
-        for _ in 0..1000 {
-            got += m
-                .recv(&b, &mut big[got..], |v| &mut v[..], &mut meta[got..])
-                .unwrap();
-            if got >= lens.len() {
-                break;
-            }
-            wait_readable(&[b.as_raw_fd()], 10);
-        }
+        let got = recv_at_least(&mut m, &b, &mut big, &mut meta, lens.len());
         assert_eq!(got, lens.len());
         for (i, l) in lens.iter().enumerate() {
             assert_eq!(meta[i].len, *l);

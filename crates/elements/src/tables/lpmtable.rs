@@ -445,34 +445,26 @@ impl Poptrie6 {
     fn place(&mut self, s: usize, mut sub: Sub) {
         let old = self.top[s];
         let (nn, nl) = (sub.nodes.len(), sub.leaves.len());
-        let node0 = if nn <= old.nnodes as usize {
-            old.node0 as usize
-        } else {
-            self.nodes.len()
-        };
-        let leaf0 = if nl <= old.nleaves as usize {
-            old.leaf0 as usize
-        } else {
-            self.leaves.len()
-        };
+        let node0 = slot_for(self.nodes.len(), old.node0, old.nnodes, nn);
+        let leaf0 = slot_for(self.leaves.len(), old.leaf0, old.nleaves, nl);
         for n in &mut sub.nodes {
             n.base0 += leaf0 as u32;
             n.base1 += node0 as u32;
         }
-        if node0 == self.nodes.len() {
-            self.nodes.extend_from_slice(&sub.nodes);
-            self.dead_nodes += old.nnodes as usize;
-        } else {
-            self.nodes[node0..node0 + nn].copy_from_slice(&sub.nodes);
-            self.dead_nodes += old.nnodes as usize - nn;
-        }
-        if leaf0 == self.leaves.len() {
-            self.leaves.extend_from_slice(&sub.leaves);
-            self.dead_leaves += old.nleaves as usize;
-        } else {
-            self.leaves[leaf0..leaf0 + nl].copy_from_slice(&sub.leaves);
-            self.dead_leaves += old.nleaves as usize - nl;
-        }
+        put(
+            &mut self.nodes,
+            &mut self.dead_nodes,
+            node0,
+            old.nnodes,
+            &sub.nodes,
+        );
+        put(
+            &mut self.leaves,
+            &mut self.dead_leaves,
+            leaf0,
+            old.nleaves,
+            &sub.leaves,
+        );
         let t = &mut self.top[s];
         t.node0 = node0 as u32;
         t.nnodes = nn as u32;
@@ -737,6 +729,28 @@ impl Fib6 for BinTrie {
         for (&a, o) in addrs.iter().zip(out.iter_mut()) {
             *o = self.get(a);
         }
+    }
+}
+
+/// Where a run of `new_len` entries replacing the run of `old_n` at `old0`
+/// goes in an array of `len`: over the old run where it fits, else at the end.
+fn slot_for(len: usize, old0: u32, old_n: u32, new_len: usize) -> usize {
+    if new_len <= old_n as usize {
+        old0 as usize
+    } else {
+        len
+    }
+}
+
+/// Store `new` at `at` (from [`slot_for`]) in `arena`, replacing a run of
+/// `old_n` entries, and count the entries that became dead in `dead`.
+fn put<T: Copy>(arena: &mut Vec<T>, dead: &mut usize, at: usize, old_n: u32, new: &[T]) {
+    if at == arena.len() {
+        arena.extend_from_slice(new);
+        *dead += old_n as usize;
+    } else {
+        arena[at..at + new.len()].copy_from_slice(new);
+        *dead += old_n as usize - new.len();
     }
 }
 

@@ -679,24 +679,29 @@ fn flow_export_picks_the_protocol() {
     }
 }
 
+/// The flowmon pipeline (no timeouts, no TCP end) on the shared LAN trace,
+/// exporting through an `IPFIXExport` named `e` with `export_args`.
+fn lan_flowmon(export_args: &str) -> String {
+    let trace = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../../shared/traces/pathspider-real-lan2012.pcap");
+    format!(
+        "FromDump({}, STOP true) -> parse :: L4Parser
+           -> fast :: MicroflowTable(TABLE 1MB, TCPEND false)
+           -> agg :: FlowAggregator(ACTIVE 0, IDLE 0, TCPEND false)
+           -> e :: IPFIXExport({export_args});
+         parse[1] -> fast;",
+        trace.display()
+    )
+}
+
 /// The whole flowmon pipeline on the LAN trace into an IPFIX file: the
 /// README's reference totals, and the final statistics record carries the
 /// aggregator's ignored count (ARP) through the IGNORED handler.
 #[test]
 fn lan_trace_pipeline_into_an_ipfix_file() {
-    let trace = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/traces/pathspider-real-lan2012.pcap");
     let out = tmp("lan.ipfix");
     let r = run(
-        &format!(
-            "FromDump({}, STOP true) -> parse :: L4Parser
-               -> fast :: MicroflowTable(TABLE 1MB, TCPEND false)
-               -> agg :: FlowAggregator(ACTIVE 0, IDLE 0, TCPEND false)
-               -> e :: IPFIXExport(FILENAME {}, IGNORED agg.ignored);
-             parse[1] -> fast;",
-            trace.display(),
-            out.display()
-        ),
+        &lan_flowmon(&format!("FILENAME {}, IGNORED agg.ignored", out.display())),
         RouterOptions::default(),
     );
     assert_eq!(read(&r, "e.records"), "11978");
@@ -763,19 +768,9 @@ fn exporters_of_one_domain_share_the_sequence() {
 /// interleaved in one file; together they export the one-core flows.
 #[test]
 fn replicas_export_as_one_domain_each() {
-    let trace = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/traces/pathspider-real-lan2012.pcap");
     let out = tmp("replicas.ipfix");
     let r = run(
-        &format!(
-            "FromDump({}, STOP true) -> parse :: L4Parser
-               -> fast :: MicroflowTable(TABLE 1MB, TCPEND false)
-               -> agg :: FlowAggregator(ACTIVE 0, IDLE 0, TCPEND false)
-               -> e :: IPFIXExport(FILENAME {}, DOMAIN 7);
-             parse[1] -> fast;",
-            trace.display(),
-            out.display()
-        ),
+        &lan_flowmon(&format!("FILENAME {}, DOMAIN 7", out.display())),
         RouterOptions {
             threads: 2,
             replicate: true,

@@ -360,7 +360,7 @@ fn biflow_json_end_of_flow_and_ignored_counts() {
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(lines.len(), 2, "{text}");
     let zero = "{\"packets\":0,\"bytes\":0,\"first\":0.000000,\"last\":0.000000,\"min_iat\":0.000000,\"max_iat\":0.000000,\"min_len\":0,\"max_len\":0,\"first_len\":0,\"second_len\":0,\"tcp_flags\":0,\"tos\":0,\"min_ttl\":0,\"max_ttl\":0}";
-    // The FIN evicted the TCP forward microflow first, so the TCP flow was
+    // The FIN evicted the TCP microflows (both directions) first, so the TCP flow was
     // created first; a FIN from one side only does not end a biflow.
     assert_eq!(
         lines[0],
@@ -374,7 +374,11 @@ fn biflow_json_end_of_flow_and_ignored_counts() {
          \"fwd\":{{\"packets\":1,\"bytes\":50,\"first\":1700000000.000300,\"last\":1700000000.000300,\"min_iat\":0.000000,\"max_iat\":0.000000,\"min_len\":50,\"max_len\":50,\"first_len\":50,\"second_len\":0,\"tcp_flags\":0,\"tos\":16,\"min_ttl\":7,\"max_ttl\":7}},\
          \"rev\":{zero}}}")
     );
-    assert_eq!(read(&r, "mt.end_evictions"), "1");
+    assert_eq!(
+        read(&r, "mt.end_evictions"),
+        "2",
+        "the FIN evicts its microflow and the other direction's"
+    );
     assert_eq!(read(&r, "mt.ignored"), "1", "the non-IP frame");
     assert_eq!(
         read(&r, "fa.ignored"),
@@ -415,26 +419,32 @@ fn timeouts_and_tcp_end_in_packet_time() {
              -> fa :: FlowAggregator(ACTIVE 20, IDLE 10, TIME packet, IMPL {imp}) -> Grab({name});",
             pcap.display()
         ));
-        let recs: Vec<(u16, u64, u64, u8)> = grabbed(&name)
+        // In order of their first packets (the order of export depends on
+        // when the fast path's watermark passes each deadline).
+        let mut recs: Vec<(u64, u16, u64, u8)> = grabbed(&name)
             .iter()
             .map(|r| {
                 (
+                    (r.fwd.first_ns - T0) / S,
                     r.key.sport,
                     r.fwd.packets,
-                    (r.fwd.first_ns - T0) / S,
                     r.end_reason,
                 )
             })
             .collect();
+        recs.sort();
+        let recs: Vec<(u16, u64, u64, u8)> =
+            recs.into_iter().map(|(t, p, n, e)| (p, n, t, e)).collect();
         assert_eq!(
             recs,
             [
                 (1, 2, 0, end_reason::IDLE_TIMEOUT),
-                (5, 2, 31, end_reason::END_OF_FLOW),
-                // Idle from 33 s (deadline 43 s) before the UDP flow's
-                // active deadline (50 s): both expire when time reaches 54 s.
-                (5, 1, 33, end_reason::IDLE_TIMEOUT),
+                // Active from 30 s (deadline 50 s): the 54 s packet is a
+                // new record.
                 (1, 3, 30, end_reason::ACTIVE_TIMEOUT),
+                (5, 2, 31, end_reason::END_OF_FLOW),
+                // Idle from 33 s (deadline 43 s).
+                (5, 1, 33, end_reason::IDLE_TIMEOUT),
                 (1, 1, 54, end_reason::FORCED_END),
             ],
             "{imp}"
@@ -781,6 +791,56 @@ fn synthetic_trace_matches_ground_truth() {
                 assert_eq!(rec.biflow, 1);
             }
             assert_eq!(recs.len(), expect);
+        }
+    }
+}
+
+#[test]
+fn records_do_not_depend_on_the_fast_path() {
+    // The fast path's idle timeout (0.5 s) is below the aggregator's (1 s),
+    // so no microflow spans a gap that ends a flow: whatever the table size
+    // and associativity (from one slot, a microflow per packet run, to no
+    // collisions at all), the watermark and the deferral of microflows
+    // whose flow may be bridged by the other direction must give the same
+    // biflow records.
+    let pkts = synthetic(0x1d1e, 200);
+    let frames: Vec<Frame> = pkts.iter().map(|p| (p.t, p.frame.clone())).collect();
+    let pcap = tmp("fastpath-independent.pcap");
+    write_pcap(&pcap, &frames);
+    let mut runs = Vec::new();
+    for (i, table) in [
+        "SLOTS 1",
+        "SLOTS 7",
+        "SLOTS 64, WAYS 2",
+        "TABLE 1MB, WAYS 2",
+        "SLOTS 64, WAYS 2, IMPL reference",
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let name = format!("independent{i}");
+        run(&format!(
+            "FromDump({}, STOP true) -> TestL4 -> MicroflowTable({table}, IDLE 0.5, TCPEND false)
+             -> FlowAggregator(IDLE 1, ACTIVE 0, TCPEND false, VLAN true, BIFLOW true, TIME packet) -> Grab({name});",
+            pcap.display()
+        ));
+        let mut recs = grabbed(&name);
+        recs.sort_by_key(|r| (format!("{:?}", r.key), r.vlan, r.fwd.first_ns));
+        runs.push((table, recs));
+    }
+    let (t0, want) = &runs[0];
+    let splits = want
+        .iter()
+        .filter(|r| r.end_reason == end_reason::IDLE_TIMEOUT)
+        .count();
+    assert!(
+        splits > 20,
+        "the trace has idle gaps ({splits} idle records)"
+    );
+    for (table, recs) in &runs[1..] {
+        assert_eq!(recs.len(), want.len(), "{table} vs {t0}");
+        if let Some(i) = (0..recs.len()).find(|&i| recs[i] != want[i]) {
+            panic!("{table} vs {t0}: record {i}\n{:?}\n{:?}", recs[i], want[i]);
         }
     }
 }

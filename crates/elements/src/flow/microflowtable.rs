@@ -7,7 +7,8 @@
 //! # Ports
 //! One push input. Output 0 (push): microflow records, one per packet (the
 //! packet's data is one [`Microflow`] in its in-memory layout, its
-//! timestamp the microflow's last packet). Output 1 (push, optional):
+//! timestamp the microflow's last packet), and watermark records (see
+//! below). Output 1 (push, optional):
 //! packets that carry no flow key (no network header annotation, a
 //! non-first fragment, a transport header missing or too short for the
 //! key); without it they are dropped and counted. Keyed packets are
@@ -26,12 +27,29 @@
 //! - `ACTIVE` (seconds, default 0 = off): a microflow older than this is
 //!   evicted likewise (reason active timeout).
 //! - `TCPEND` (boolean, default true): evict a TCP microflow on a packet with
-//!   FIN or RST (reason end of flow).
+//!   FIN or RST, and the other direction's microflow with it, before it
+//!   (reason end of flow), so that a biflow record is complete when the
+//!   aggregator ends it.
 //! - `IMPL` (`fast` or `reference`, default `fast`): the implementation.
 //!
 //! Time is packet time (each packet's timestamp annotation): a file's
 //! trace time, or a live source's arrival time. A collision evicts the
-//! resident microflow with reason lack of resources.
+//! resident microflow with reason lack of resources. Timeouts are checked
+//! when a packet reaches its slot and by a sweep of 64 slots per batch;
+//! live (the first packet's time within 60 s of the system clock), a timer
+//! also sweeps 1/16 of the table every 100 ms with the system clock as
+//! time, so that microflows leave when traffic stops. A file is swept per
+//! batch only: a replay's records do not depend on how fast it runs.
+//!
+//! Watermarks: the aggregator must not time a flow out while a microflow
+//! of it is still here. At the end of each sweep rotation (every slot
+//! visited once) the table sends a watermark record (`dir.packets` 0,
+//! `dir.first_ns` the watermark W): no microflow still held started before
+//! W (W is the smallest first-packet time of the microflows the rotation
+//! left in place and of those started during it). One is sent with the
+//! first batch (W 0: watermarks follow) and one when the table is flushed.
+//! Watermark records also carry the ignored count (`ignored`). Feed each
+//! `FlowAggregator` from one `MicroflowTable`.
 //!
 //! The flow key is [`FlowKey::from_packet`] (annotations a parser such as
 //! `L4Parser`, `CheckIPHeader` or `MarkIPHeader` left) plus the VLAN id of
@@ -83,13 +101,13 @@
 //! one direct-mapped slot; the word hash costs two multiplications. The update itself is branch-light: the
 //! minimum/maximum, flag and first/second-size updates are selects; the
 //! only branches are hit/miss and the (rare) evictions. The bucket index is
-//! `(hash * buckets) >> 32` (any table size, no division). Timeouts are checked on access
-//! and by a sweep of 64 slots per batch (and 1/16 of the table per timer
-//! tick) so idle microflows leave without new packets on their slot.
-//! Ignored packets are counted in-band: each microflow record carries the
-//! ignored count since the previous record (`ignored`), and a count-only
-//! record (`packets` 0) is sent at the end if needed, so a downstream
-//! aggregator on another thread sees the total. At the end of the run
+//! `(hash * buckets) >> 32` (any table size, no division). The sweep
+//! (above) reads only tags and, for held slots, the counter line; it runs
+//! without timeouts too, for the watermark. The FIN/RST eviction of the
+//! other direction costs a second hash and probe on those packets only.
+//! Ignored packets are counted in-band: each microflow or watermark record
+//! carries the ignored count since the previous record (`ignored`), so a
+//! downstream aggregator on another thread sees the total. At the end of the run
 //! (`Element::flush`) every microflow is emitted, 256 per call. No
 //! allocation per packet: records are pool packets.
 //!
@@ -126,6 +144,9 @@ const FLUSH_CHUNK: usize = 256;
 
 /// Timer period for the `flush` handler and the timeout sweep.
 const TICK_NS: u64 = 100_000_000;
+
+/// Packet times within this of the system clock are arrival times (live).
+const LIVE_NS: u64 = 60_000_000_000;
 
 /// One microflow: the summary of a flow's packets while it held a slot.
 /// `MicroflowTable` emits each as a packet whose data is this struct in its
@@ -341,6 +362,13 @@ fn hash_words(w: &Words) -> u64 {
     )
 }
 
+/// The other direction's key (addresses and ports swapped).
+#[inline]
+fn reversed(w: &Words) -> Words {
+    let ports = (w[4] & 0xffff) << 16 | (w[4] >> 16) & 0xffff;
+    [w[2], w[3], w[0], w[1], (w[4] & !0xffff_ffff) | ports]
+}
+
 /// The [`SlotKey`] of a key in [`Words`] form.
 fn unwords(w: &Words) -> SlotKey {
     let bytes = |a: u64, b: u64| {
@@ -509,6 +537,22 @@ struct Stats {
     now: u64,
 }
 
+/// The watermark: how far (in packet time) the microflows sent so far are
+/// complete. One sweep rotation visits every slot once; a microflow held at
+/// the end of a rotation was either seen by the sweep (`kept`) or started
+/// during the rotation (`new`), so no held microflow starts before
+/// `min(kept, new)`.
+#[derive(Clone, Copy)]
+struct Watermark {
+    /// Smallest first-packet time of the microflows the sweep left in place
+    /// in this rotation.
+    kept: u64,
+    /// Smallest first-packet time of the microflows started in this rotation.
+    new: u64,
+    /// The last watermark sent (`None` before the first mark).
+    sent: Option<u64>,
+}
+
 /// The fast implementation's table.
 struct Fast {
     tags: Vec<u32>,
@@ -535,6 +579,10 @@ struct MicroflowTable {
     rules: Rules,
     stats: Stats,
     hand: usize,
+    mark: Watermark,
+    /// Packet time is arrival time (decided at the first packet): the timer
+    /// then advances the table's clock with the system clock.
+    live: Option<bool>,
     flush_requested: bool,
     flush_pos: usize,
     timer_armed: bool,
@@ -619,6 +667,12 @@ fn make(ctx: &ConfigureCtx<'_>) -> Result<Box<dyn Element>, Vec<String>> {
         },
         stats: Stats::default(),
         hand: 0,
+        mark: Watermark {
+            kept: u64::MAX,
+            new: u64::MAX,
+            sent: None,
+        },
+        live: None,
         flush_requested: false,
         flush_pos: 0,
         timer_armed: false,
@@ -649,6 +703,19 @@ impl MicroflowTable {
         };
         self.stats.microflows += 1;
         self.stats.by_reason[reason as usize] += 1;
+        out.push(m.to_packet());
+    }
+
+    /// Send a watermark record (`dir.packets` 0, `dir.first_ns` = `w`): every
+    /// microflow whose first packet is before `w` has been sent. It also
+    /// carries the ignored count since the previous record.
+    fn send_mark(&mut self, out: &mut Batch, w: u64) {
+        let mut m = Microflow {
+            ignored: std::mem::take(&mut self.stats.ignored_pending),
+            ..Microflow::new()
+        };
+        m.dir.first_ns = w;
+        self.mark.sent = Some(w);
         out.push(m.to_packet());
     }
 
@@ -730,6 +797,7 @@ impl MicroflowTable {
                             let d = f.cells[i].0;
                             self.emit(out, unwords(w), &d, r);
                             f.cells[i].0 = start(k);
+                            self.mark.new = self.mark.new.min(k.ts);
                         } else {
                             update(&mut f.cells[i].0, k);
                         }
@@ -741,8 +809,21 @@ impl MicroflowTable {
                         f.tags[i] = tag;
                         f.keys[i] = *w;
                         f.cells[i].0 = start(k);
+                        self.mark.new = self.mark.new.min(k.ts);
                     }
                     if rules.tcpend && k.flags & 0x05 != 0 && (w[4] >> 32) as u8 == 6 {
+                        // The other direction's microflow goes first, so
+                        // that a biflow's record is complete when it ends.
+                        let rw = reversed(w);
+                        let rh = hash_words(&rw);
+                        let rb = bucket(rh, nbuckets, ways);
+                        if let (ri, true) = Self::fast_slot(f, rb, ways, tag_of(rh), &rw) {
+                            if ri != i {
+                                let d = f.cells[ri].0;
+                                self.emit(out, unwords(&rw), &d, end_reason::END_OF_FLOW);
+                                f.tags[ri] = 0;
+                            }
+                        }
                         let d = f.cells[i].0;
                         self.emit(out, unwords(w), &d, end_reason::END_OF_FLOW);
                         f.tags[i] = 0;
@@ -770,6 +851,13 @@ impl MicroflowTable {
                     };
                     let h = hash_key(&k.key, k.vlan);
                     let (i, hit) = Self::ref_slot(r, bucket(h, nbuckets, ways), ways, &sk);
+                    let restarts = match &r.slots[i] {
+                        Some((_, d)) if hit => rules.expired(d, k.f.ts).is_some(),
+                        _ => true,
+                    };
+                    if restarts {
+                        self.mark.new = self.mark.new.min(k.f.ts);
+                    }
                     match r.slots[i].take() {
                         Some((ok, mut d)) if hit => match rules.expired(&d, k.f.ts) {
                             Some(reason) => {
@@ -788,6 +876,19 @@ impl MicroflowTable {
                         None => r.slots[i] = Some((sk, start(&k.f))),
                     }
                     if rules.tcpend && k.key.proto == 6 && k.f.flags & 0x05 != 0 {
+                        let rk = SlotKey {
+                            key: k.key.reversed(),
+                            vlan: k.vlan,
+                        };
+                        let rh = hash_key(&rk.key, rk.vlan);
+                        if let (ri, true) = Self::ref_slot(r, bucket(rh, nbuckets, ways), ways, &rk)
+                        {
+                            if ri != i {
+                                if let Some((ok, d)) = r.slots[ri].take() {
+                                    self.emit(out, ok, &d, end_reason::END_OF_FLOW);
+                                }
+                            }
+                        }
                         if let Some((ok, d)) = r.slots[i].take() {
                             self.emit(out, ok, &d, end_reason::END_OF_FLOW);
                         }
@@ -810,14 +911,13 @@ impl MicroflowTable {
         }
     }
 
-    /// Evict timed-out microflows among the next `n` slots.
+    /// Evict timed-out microflows among the next `n` slots; at the end of
+    /// each rotation, send the watermark.
     fn sweep(&mut self, n: usize, out: &mut Batch) {
         let rules = self.rules;
-        if rules.idle == u64::MAX && rules.active == u64::MAX {
-            return;
-        }
         let (now, nslots) = (self.stats.now, self.nslots);
         let mut hand = self.hand;
+        let mut kept = self.mark.kept;
         let mut table = std::mem::replace(
             &mut self.table,
             Table::Reference(Reference { slots: vec![] }),
@@ -825,27 +925,44 @@ impl MicroflowTable {
         for _ in 0..n.min(nslots) {
             let i = hand;
             hand = if i + 1 == nslots { 0 } else { i + 1 };
-            match &mut table {
+            let held = match &mut table {
                 Table::Fast(f) => {
                     if f.tags[i] == 0 {
-                        continue;
-                    }
-                    if let Some(r) = rules.expired(&f.cells[i].0, now) {
+                        None
+                    } else if let Some(r) = rules.expired(&f.cells[i].0, now) {
                         f.tags[i] = 0;
                         let d = f.cells[i].0;
                         self.emit(out, unwords(&f.keys[i]), &d, r);
+                        None
+                    } else {
+                        Some(f.cells[i].0.first_ns)
                     }
                 }
-                Table::Reference(t) => {
-                    if let Some((k, d)) = t.slots[i] {
-                        if let Some(r) = rules.expired(&d, now) {
+                Table::Reference(t) => match t.slots[i] {
+                    Some((k, d)) => match rules.expired(&d, now) {
+                        Some(r) => {
                             t.slots[i] = None;
                             self.emit(out, k, &d, r);
+                            None
                         }
-                    }
+                        None => Some(d.first_ns),
+                    },
+                    None => None,
+                },
+            };
+            if let Some(t) = held {
+                kept = kept.min(t);
+            }
+            if hand == 0 {
+                let w = kept.min(self.mark.new).min(now);
+                if self.mark.sent.is_none_or(|s| w > s) {
+                    self.send_mark(out, w);
                 }
+                kept = u64::MAX;
+                self.mark.new = u64::MAX;
             }
         }
+        self.mark.kept = kept;
         self.hand = hand;
         self.table = table;
     }
@@ -872,14 +989,12 @@ impl MicroflowTable {
         if self.flush_pos < self.nslots {
             return false;
         }
-        if self.stats.ignored_pending > 0 {
-            let m = Microflow {
-                ignored: std::mem::take(&mut self.stats.ignored_pending),
-                reason: end_reason::FORCED_END,
-                ..Microflow::new()
-            };
-            out.push(m.to_packet());
-        }
+        // Every microflow has been sent: the rotation so far saw none that
+        // is still held.
+        self.mark.kept = u64::MAX;
+        self.mark.new = u64::MAX;
+        let w = self.stats.now.max(self.mark.sent.unwrap_or(0));
+        self.send_mark(out, w);
         self.flush_pos = 0;
         true
     }
@@ -896,6 +1011,15 @@ impl Element for MicroflowTable {
     fn push(&mut self, _port: usize, batch: Batch, ctx: &mut Ctx<'_>) {
         let mut out = Batch::new();
         let mut nokey = Batch::new();
+        if self.mark.sent.is_none() {
+            // Tells the aggregator that watermarks follow.
+            self.send_mark(&mut out, 0);
+        }
+        if self.live.is_none() {
+            if let Some(p) = batch.iter().next() {
+                self.live = Some(ctx.now_ns().abs_diff(p.timestamp_ns()) < LIVE_NS);
+            }
+        }
         self.process(batch, &mut out, &mut nokey);
         self.sweep(SWEEP, &mut out);
         if self.flush_requested && self.flush_some(usize::MAX, &mut out) {
@@ -911,7 +1035,13 @@ impl Element for MicroflowTable {
 
     fn run_timer(&mut self, ctx: &mut Ctx<'_>) {
         let mut out = Batch::new();
-        self.sweep(self.nslots / 16 + 1, &mut out);
+        // A file's microflows are swept per batch only, so that a replay's
+        // records do not depend on its speed; live, time goes on without
+        // packets.
+        if self.live == Some(true) {
+            self.stats.now = self.stats.now.max(ctx.now_ns());
+            self.sweep(self.nslots / 16 + 1, &mut out);
+        }
         if self.flush_requested && self.flush_some(usize::MAX, &mut out) {
             self.flush_requested = false;
         }

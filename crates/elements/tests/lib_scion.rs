@@ -1,7 +1,11 @@
 //! SCIONRouter on literal frames: transit in both directions, crossover,
-//! outbound and inbound delivery, one-hop paths, every SCMP error the
-//! router emits with its code and pointer, the slow path, malformed input,
-//! and a differential test of `IMPL fast` against `IMPL reference`.
+//! peering, outbound and inbound delivery, one-hop paths, every SCMP error
+//! the router emits with its code and pointer, the slow path, malformed
+//! input, and a differential test of `IMPL fast` against `IMPL reference`.
+//! Every single-frame case also runs through `nfs/scion-br.click` (the
+//! router built from step elements, a counter on each step's side outputs)
+//! and must give the same bytes and handler values as `SCIONRouter`; the
+//! step whose output the frame left by is checked where it matters.
 
 mod common;
 
@@ -251,6 +255,9 @@ struct Out {
     slow: Vec<Vec<u8>>,
     dropped: Vec<Vec<u8>>,
     handlers: Vec<(String, String)>,
+    /// The step-element side outputs (`step[port]`) frames left by (steps
+    /// form only).
+    ports: Vec<String>,
 }
 
 impl Out {
@@ -278,7 +285,33 @@ fn run(frames: &[Vec<u8>], imp: &str, tag: &str) -> Out {
         o("slow").display(),
         o("drop").display()
     );
-    let r = common::run(&text, RouterOptions::default());
+    let mut side = Vec::new();
+    let r = if imp == "steps" {
+        let (text, names) = steps_text();
+        side = names;
+        let vars = [
+            ("CONFIG", dir.display().to_string()),
+            ("INPUT", inp.display().to_string()),
+            ("OUTPUT", o("sent").display().to_string()),
+            ("SLOW", o("slow").display().to_string()),
+            ("DROPPED", o("drop").display().to_string()),
+            ("NOW", NOW.to_string()),
+        ];
+        let reg = linerate_elements::registry();
+        let opts = linerate_lang::ParseOptions {
+            vars: vars.map(|(k, v)| (k.to_string(), v)).to_vec(),
+            catalog: &reg,
+            clickpath: vec![],
+        };
+        let c = linerate_lang::parse_str(&text, "scion-br.click", &opts)
+            .unwrap_or_else(|e| panic!("{e}"));
+        let mut r = linerate_runtime::Router::build(&c, &reg, RouterOptions::default())
+            .unwrap_or_else(|e| panic!("{e}"));
+        r.run();
+        r
+    } else {
+        common::run(&text, RouterOptions::default())
+    };
     let mut handlers = Vec::new();
     for name in [
         "drops_underlay",
@@ -317,17 +350,61 @@ fn run(frames: &[Vec<u8>], imp: &str, tag: &str) -> Out {
             .unwrap_or_else(|e| panic!("{name}: {e}"));
         handlers.push((name.to_string(), v.trim().to_string()));
     }
+    let mut ports = Vec::new();
+    for (counter, port) in side {
+        let n = r.handle().call(&format!("{counter}.count"), None).unwrap();
+        if n.trim() != "0" {
+            ports.push(port);
+        }
+    }
     drop(r);
     Out {
         sent: records(&o("sent")),
         slow: records(&o("slow")),
         dropped: records(&o("drop")),
         handlers,
+        ports,
     }
 }
 
+/// `nfs/scion-br.click` with a `Counter` on every step's side output
+/// (`a[k] -> b` becomes `a[k] -> a_k :: Counter -> b`); the counters'
+/// names with the `a[k]` they count.
+fn steps_text() -> (String, Vec<(String, String)>) {
+    let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../nfs/scion-br.click");
+    let text = std::fs::read_to_string(file).unwrap();
+    let mut out = String::new();
+    let mut names = Vec::new();
+    for line in text.lines() {
+        let side = line.split_once("] -> ").and_then(|(a, rest)| {
+            let (elem, port) = a.split_once('[')?;
+            Some((elem.to_string(), port.to_string(), rest.to_string()))
+        });
+        match side {
+            Some((elem, port, rest)) if !line.starts_with("//") => {
+                let c = format!("{elem}_{port}");
+                out.push_str(&format!("{elem}[{port}] -> {c} :: Counter -> {rest}\n"));
+                names.push((c, format!("{elem}[{port}]")));
+            }
+            _ => {
+                out.push_str(line);
+                out.push('\n');
+            }
+        }
+    }
+    (out, names)
+}
+
+/// Runs one frame through `SCIONRouter` and through the step elements:
+/// the same frames out and the same handler values. Returns the steps'.
 fn run1(f: Vec<u8>, tag: &str) -> Out {
-    run(&[f], "fast", tag)
+    let fused = run(std::slice::from_ref(&f), "fast", tag);
+    let steps = run(&[f], "steps", tag);
+    assert_eq!(fused.sent, steps.sent, "sent, {tag}");
+    assert_eq!(fused.slow, steps.slow, "slow, {tag}");
+    assert_eq!(fused.dropped, steps.dropped, "dropped, {tag}");
+    assert_eq!(fused.handlers, steps.handlers, "handlers, {tag}");
+    steps
 }
 
 fn meta_of(s: &[u8]) -> Meta {

@@ -632,9 +632,7 @@ impl Dataplane {
     #[inline]
     pub fn arrival(&self, f: &[u8]) -> Result<Frame, Drop> {
         let mut fr = Self::underlay(f)?;
-        fr.ingress = self
-            .link_of(&fr.src, &fr.dst)?
-            .map_or(NO_IF, |i| i as u8);
+        fr.ingress = self.link_of(&fr.src, &fr.dst)?.map_or(NO_IF, |i| i as u8);
         Ok(fr)
     }
 
@@ -911,7 +909,12 @@ impl Dataplane {
     /// came from a link), the link-type pair, an egress alert (slow path).
     /// The egress interface index.
     #[inline]
-    pub fn check_egress(&self, s: &[u8], x: &Hop, ingress: Option<usize>) -> Result<usize, Verdict> {
+    pub fn check_egress(
+        &self,
+        s: &[u8],
+        x: &Hop,
+        ingress: Option<usize>,
+    ) -> Result<usize, Verdict> {
         use Verdict::*;
         let hop_off = x.hop_off();
         let hop = &s[hop_off..hop_off + HOP_LEN];

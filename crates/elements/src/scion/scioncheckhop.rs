@@ -60,7 +60,8 @@ impl Step for CheckHop {
     fn run(&mut self, sh: &mut Shared, batch: Batch, outs: &mut Outs) {
         let dp = &mut sh.dp;
         for p in batch {
-            let (Some((x, h, ingress)), Ok(fr)) = (steps::at(&p, dp), Dataplane::underlay(p.data()))
+            let (Some((x, h, ingress)), Ok(fr)) =
+                (steps::at(&p, dp), Dataplane::underlay(p.data()))
             else {
                 outs.malformed(dp, p);
                 continue;

@@ -40,9 +40,9 @@
 //! run on one thread). Steps find it by name when they are initialized;
 //! replicas each have their own. See `docs/scion.md` for the pipeline.
 
+use super::core::Dataplane;
 use super::scionrouter::{drops, handler_specs, read_config, read_handler, write_handler};
 use super::steps::{self, Config, Shared};
-use super::core::Dataplane;
 use linerate_runtime::time::system_now_ns;
 use linerate_runtime::{ConfigureCtx, Element, ElementClass, HandlerSpec};
 use std::any::Any;

@@ -38,8 +38,12 @@ use super::steps::{self, Outs, Ports, Shared, Step, NONE};
 use linerate_runtime::{Batch, ConfigureCtx, Element, ElementClass};
 
 /// The `SCIONEgress` element class.
-pub const CLASS: ElementClass =
-    steps::class("SCIONEgress", "1/1-2", element_doc!("scion/scionegress"), make);
+pub const CLASS: ElementClass = steps::class(
+    "SCIONEgress",
+    "1/1-2",
+    element_doc!("scion/scionegress"),
+    make,
+);
 
 struct Egress;
 

@@ -33,8 +33,12 @@ use super::steps::{self, Outs, Ports, Shared, Step, NONE};
 use linerate_runtime::{Batch, ConfigureCtx, Element, ElementClass};
 
 /// The `SCIONOneHop` element class.
-pub const CLASS: ElementClass =
-    steps::class("SCIONOneHop", "1/1-2", element_doc!("scion/sciononehop"), make);
+pub const CLASS: ElementClass = steps::class(
+    "SCIONOneHop",
+    "1/1-2",
+    element_doc!("scion/sciononehop"),
+    make,
+);
 
 struct OneHop;
 

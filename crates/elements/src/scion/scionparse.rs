@@ -40,8 +40,12 @@ use linerate_runtime::{Batch, ConfigureCtx, Element, ElementClass};
 use linerate_wire::scion::header;
 
 /// The `SCIONParse` element class.
-pub const CLASS: ElementClass =
-    steps::class("SCIONParse", "1/1-4", element_doc!("scion/scionparse"), make);
+pub const CLASS: ElementClass = steps::class(
+    "SCIONParse",
+    "1/1-4",
+    element_doc!("scion/scionparse"),
+    make,
+);
 
 /// Output for one-hop paths.
 const ONEHOP: usize = 1;
@@ -78,10 +82,7 @@ impl Step for Parse {
             steps::start(&mut p, &fr);
             let s = fr.scion(p.data());
             let v = match classify(s) {
-                Ok(true) => match path_hop(&header::Packet::new_unchecked(s)) {
-                    Ok(_) => None,
-                    Err(v) => Some(v),
-                },
+                Ok(true) => path_hop(&header::Packet::new_unchecked(s)).err(),
                 Ok(false) => {
                     outs.put(ONEHOP, p);
                     continue;

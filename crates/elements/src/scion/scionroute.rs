@@ -39,8 +39,12 @@ use super::steps::{self, Outs, Ports, Shared, Step};
 use linerate_runtime::{Batch, ConfigureCtx, Element, ElementClass};
 
 /// The `SCIONRoute` element class.
-pub const CLASS: ElementClass =
-    steps::class("SCIONRoute", "1/1-6", element_doc!("scion/scionroute"), make);
+pub const CLASS: ElementClass = steps::class(
+    "SCIONRoute",
+    "1/1-6",
+    element_doc!("scion/scionroute"),
+    make,
+);
 
 /// Output for crossovers.
 const CROSS: usize = 1;

@@ -25,9 +25,7 @@
 //! `SCIONRouter`'s stage 1 does.
 
 use super::core::{self, Dataplane, Edit, Frame, Hop, Verdict};
-use linerate_runtime::{
-    Batch, ConfigureCtx, Ctx, Element, ElementClass, InitCtx, Packet,
-};
+use linerate_runtime::{Batch, ConfigureCtx, Ctx, Element, ElementClass, InitCtx, Packet};
 use linerate_wire::scion::header;
 use std::any::Any;
 use std::cell::RefCell;
@@ -201,7 +199,8 @@ pub(crate) fn make<S: Step>(
     let mut a = Args::new(&ctx.args);
     let config: Option<String> = a.read_mp("CONFIG");
     a.complete().map_err(|e| e.0)?;
-    let config = config.ok_or_else(|| vec!["CONFIG: missing (a SCIONConfig's name)".to_string()])?;
+    let config =
+        config.ok_or_else(|| vec!["CONFIG: missing (a SCIONConfig's name)".to_string()])?;
     Ok(Box::new(StepElement {
         config,
         cfg: None,
@@ -246,7 +245,7 @@ pub(crate) const fn class(
     name: &'static str,
     port_count: &'static str,
     doc: &'static str,
-    make: fn(&ConfigureCtx<'_>) -> Result<Box<dyn Element>, Vec<String>>,
+    make: linerate_runtime::element::MakeFn,
 ) -> ElementClass {
     ElementClass {
         name,
@@ -293,13 +292,13 @@ pub(crate) fn header(p: &Packet) -> Option<header::Packet<&[u8]>> {
     header::Packet::new_checked(scion(p)?).ok()
 }
 
+/// A standard-path packet's current hop, header and arrival interface.
+pub(crate) type At<'a> = (Hop, header::Packet<&'a [u8]>, Option<usize>);
+
 /// Where a standard-path packet is: its current hop (after a crossover,
 /// the next segment's first), its header and its arrival interface.
 #[inline]
-pub(crate) fn at<'a>(
-    p: &'a Packet,
-    dp: &Dataplane,
-) -> Option<(Hop, header::Packet<&'a [u8]>, Option<usize>)> {
+pub(crate) fn at<'a>(p: &'a Packet, dp: &Dataplane) -> Option<At<'a>> {
     let h = header(p)?;
     let mut x = core::path_hop(&h).ok()?;
     if p.anno().u8(FLAGS) & CROSSED != 0 {

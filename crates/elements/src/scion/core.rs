@@ -382,8 +382,9 @@ pub enum Next {
 }
 
 /// The hop field a standard-path packet is at, steps 1-2 passed
-/// ([`path_hop`]). Every step element rebuilds it from the (unchanged)
-/// header; [`Hop::cross`] moves it to the next segment (step 13).
+/// ([`path_hop`]). The step elements carry it in annotations
+/// ([`Hop::to_bytes`]); [`Hop::cross`] moves it to the next segment (step
+/// 13).
 #[derive(Debug, Clone, Copy)]
 pub struct Hop {
     po: usize,
@@ -416,10 +417,56 @@ impl Hop {
     pub fn hop_off(&self) -> usize {
         self.hop_at(self.hf)
     }
+    /// Offset of the path in the SCION packet.
+    #[inline]
+    pub fn po(&self) -> usize {
+        self.po
+    }
     /// Whether the hop is the next segment's first after a crossover.
     #[inline]
     pub fn crossed(&self) -> bool {
         self.xover
+    }
+    /// The hop in 8 bytes (path offset, PathMeta, flags), for the step
+    /// elements' annotations.
+    #[inline]
+    pub fn to_bytes(&self) -> [u8; 8] {
+        let po = (self.po as u16).to_be_bytes();
+        let m = &self.meta;
+        let flags =
+            u8::from(self.cons_dir) | u8::from(self.peering) << 1 | u8::from(self.xover) << 2;
+        [
+            po[0],
+            po[1],
+            m.curr_inf,
+            m.curr_hf,
+            m.seg_len[0],
+            m.seg_len[1],
+            m.seg_len[2],
+            flags,
+        ]
+    }
+    /// The hop [`to_bytes`](Self::to_bytes) gave, if it is one of SCION
+    /// packet `s`'s path (checked: the bytes come from annotations).
+    #[inline]
+    pub fn from_bytes(b: [u8; 8], s: &[u8]) -> Option<Hop> {
+        let meta = Meta {
+            curr_inf: b[2],
+            curr_hf: b[3],
+            seg_len: [b[4], b[5], b[6]],
+        };
+        let x = Hop {
+            po: usize::from(u16::from_be_bytes([b[0], b[1]])),
+            ninf: meta.num_inf().ok()?,
+            nhops: meta.num_hops(),
+            meta,
+            hf: usize::from(meta.curr_hf),
+            inf: usize::from(meta.curr_inf),
+            cons_dir: b[7] & 1 != 0,
+            peering: b[7] & 2 != 0,
+            xover: b[7] & 4 != 0,
+        };
+        (x.hf < x.nhops && x.inf < x.ninf && x.hop_at(x.nhops) <= s.len()).then_some(x)
     }
     /// Step 13's move to the next segment's first hop.
     #[inline]

@@ -26,7 +26,7 @@
 //! Calls `core.rs`'s `Dataplane::advance`, the fused `SCIONRouter`'s step
 //! function; its SegID and PathMeta edits join the annotations (written by
 //! `SCIONEgress`). Crossovers and peering are decided before, in
-//! `SCIONRoute` and `SCIONParse`, and carried by the rebuilt hop.
+//! `SCIONRoute` and `SCIONParse`, and carried by the annotated hop.
 
 use super::core::{Plan, Verdict};
 use super::steps::{self, Outs, Ports, Shared, Step, NONE};

@@ -26,7 +26,7 @@
 //!
 //! # Implementation
 //! Calls `core.rs`'s `Dataplane::check_egress`, the fused `SCIONRouter`'s
-//! step function, on the hop rebuilt from the header.
+//! step function, on the current hop from the annotations.
 
 use super::steps::{self, Outs, Ports, Shared, Step};
 use linerate_runtime::{Batch, ConfigureCtx, Element, ElementClass};

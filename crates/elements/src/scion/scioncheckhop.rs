@@ -26,11 +26,12 @@
 //! ```
 //!
 //! # Implementation
-//! Rebuilds the current hop from the header (`core.rs`'s `path_hop`, a
-//! few loads) and the underlay source, then calls `Dataplane::check_hop`,
-//! the function the fused `SCIONRouter` runs.
+//! Takes the current hop from the annotations `SCIONParse` left (and the
+//! underlay source for packets from the internal network), then calls
+//! `core.rs`'s `Dataplane::check_hop`, the function the fused
+//! `SCIONRouter` runs.
 
-use super::core::Dataplane;
+use super::core::{Dataplane, Ep};
 use super::steps::{self, Outs, Ports, Shared, Step, NONE};
 use linerate_runtime::{Batch, ConfigureCtx, Element, ElementClass};
 
@@ -60,13 +61,23 @@ impl Step for CheckHop {
     fn run(&mut self, sh: &mut Shared, batch: Batch, outs: &mut Outs) {
         let dp = &mut sh.dp;
         for p in batch {
-            let (Some((x, h, ingress)), Ok(fr)) =
-                (steps::at(&p, dp), Dataplane::underlay(p.data()))
-            else {
+            let Some((x, h, ingress)) = steps::at(&p, dp) else {
                 outs.malformed(dp, p);
                 continue;
             };
-            match dp.check_hop(h.as_ref(), &h, &x, ingress, &fr.src) {
+            // Only step 6 (a packet from the internal network) reads the
+            // underlay source.
+            let usrc = match ingress {
+                Some(_) => Ep::default(),
+                None => match Dataplane::underlay(p.data()) {
+                    Ok(fr) => fr.src,
+                    Err(_) => {
+                        outs.malformed(dp, p);
+                        continue;
+                    }
+                },
+            };
+            match dp.check_hop(h.as_ref(), &h, &x, ingress, &usrc) {
                 Ok(()) => outs.put(steps::NEXT, p),
                 Err(v) => outs.end(dp, p, v),
             }

@@ -30,7 +30,8 @@
 //! Calls `core.rs`'s `Dataplane::arrival` (underlay parse and link
 //! lookup), `classify` and `path_hop`, the functions the fused
 //! `SCIONRouter` runs first, and starts the packet's annotations (ingress,
-//! place of the SCION packet; see `steps.rs`). Sets the clock from the
+//! place of the SCION packet, the current hop; see `steps.rs`), so later
+//! steps do not parse the path again. Sets the clock from the
 //! system once per batch unless it is fixed.
 
 use super::core::{classify, path_hop, Verdict};
@@ -82,16 +83,19 @@ impl Step for Parse {
             steps::start(&mut p, &fr);
             let s = fr.scion(p.data());
             let v = match classify(s) {
-                Ok(true) => path_hop(&header::Packet::new_unchecked(s)).err(),
+                Ok(true) => path_hop(&header::Packet::new_unchecked(s)),
                 Ok(false) => {
                     outs.put(ONEHOP, p);
                     continue;
                 }
-                Err(v) => Some(v),
+                Err(v) => Err(v),
             };
             match v {
-                None => outs.put(steps::NEXT, p),
-                Some(v) => outs.end(dp, p, v),
+                Ok(x) => {
+                    steps::set_hop(&mut p, &x);
+                    outs.put(steps::NEXT, p);
+                }
+                Err(v) => outs.end(dp, p, v),
             }
         }
     }

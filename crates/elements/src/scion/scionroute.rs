@@ -31,8 +31,7 @@
 //! # Implementation
 //! Calls `core.rs`'s `Dataplane::route`, the fused `SCIONRouter`'s step
 //! function; the crossover's PathMeta edit is kept in the annotations with
-//! a crossed-over flag, so the next steps rebuild the new hop from the
-//! unchanged header.
+//! the new current hop, so the header stays unchanged.
 
 use super::core::{Next, Plan, Verdict};
 use super::steps::{self, Outs, Ports, Shared, Step};
@@ -86,7 +85,7 @@ impl Step for Route {
             match next {
                 Next::Transit => outs.put(steps::NEXT, p),
                 Next::Cross => {
-                    steps::set_crossed(&mut p);
+                    steps::set_hop(&mut p, &x);
                     outs.put(CROSS, p);
                 }
                 Next::Deliver => outs.put(DELIVER, p),

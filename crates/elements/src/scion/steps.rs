@@ -8,7 +8,7 @@
 //! | offset | size | field |
 //! |-------:|-----:|-------|
 //! | 0 | 1 | ingress interface index (`0xff`: the internal network) |
-//! | 1 | 1 | flags: bit 0, crossed over (the current hop is the next segment's first) |
+//! | 1 | 1 | 1 once `SCIONParse` has annotated a standard path |
 //! | 2 | 1 | number of pending path edits |
 //! | 3 | 1 | egress interface index (after `SCIONCheckEgress`) |
 //! | 4 | 2 | offset of the SCION header in the frame |
@@ -17,6 +17,7 @@
 //! | 9 | 1 | SCMP code |
 //! | 10 | 2 | SCMP pointer |
 //! | 16 | 24 | pending path edits: up to 6 of (offset, value), 2 bytes each |
+//! | 40 | 8 | the current hop: path offset, PathMeta (advanced past a crossover), flags |
 //!
 //! Path edits (SegID updates, PathMeta advances) are recorded, not written:
 //! the header stays as received until `SCIONEgress`, `SCIONDeliver` or
@@ -58,7 +59,7 @@ const SCMP_C: usize = 9;
 const SCMP_PTR: usize = 10;
 const EDITS: usize = 16;
 const MAX_EDITS: usize = 6;
-const CROSSED: u8 = 1;
+const HOP: usize = 40;
 
 /// The data plane and clock a `SCIONConfig` owns.
 pub(crate) struct Shared {
@@ -296,21 +297,30 @@ pub(crate) fn header(p: &Packet) -> Option<header::Packet<&[u8]>> {
 pub(crate) type At<'a> = (Hop, header::Packet<&'a [u8]>, Option<usize>);
 
 /// Where a standard-path packet is: its current hop (after a crossover,
-/// the next segment's first), its header and its arrival interface.
+/// the next segment's first), its header and its arrival interface. The
+/// hop comes from the annotations (checked against the packet), not from
+/// parsing the path again.
 #[inline]
 pub(crate) fn at<'a>(p: &'a Packet, dp: &Dataplane) -> Option<At<'a>> {
-    let h = header(p)?;
-    let mut x = core::path_hop(&h).ok()?;
-    if p.anno().u8(FLAGS) & CROSSED != 0 {
-        x.cross(h.as_ref());
+    let a = p.anno();
+    if a.u8(FLAGS) != 1 {
+        return None;
     }
+    let h = header(p)?;
+    let mut b = [0u8; 8];
+    b.copy_from_slice(&a.user[HOP..HOP + 8]);
+    let x = Hop::from_bytes(b, h.as_ref())?;
+    (x.po() == h.path_offset()).then_some(())?;
     Some((x, h, ingress(p, dp)?))
 }
 
-/// Marks a packet as crossed over (`SCIONRoute`).
-pub(crate) fn set_crossed(p: &mut Packet) {
+/// Records a standard-path packet's current hop (`SCIONParse`,
+/// `SCIONRoute` after a crossover).
+#[inline]
+pub(crate) fn set_hop(p: &mut Packet, x: &Hop) {
     let a = p.anno_mut();
-    a.set_u8(FLAGS, a.u8(FLAGS) | CROSSED);
+    a.user[HOP..HOP + 8].copy_from_slice(&x.to_bytes());
+    a.set_u8(FLAGS, 1);
 }
 
 /// Appends pending path edits; false when there is no room (a packet sent

@@ -1,5 +1,16 @@
 //! The SCION border-router pipeline (§9 of the data-plane specification),
-//! shared by the `SCIONRouter` element's fast and reference modes.
+//! shared by the `SCIONRouter` element's fast and reference modes and by
+//! the step elements (`SCIONParse` ... `SCIONSCMPError`).
+//!
+//! The pipeline is a sequence of step functions in §9.3 order:
+//! [`Dataplane::arrival`] and [`classify`] (underlay, link, path type),
+//! [`path_hop`] (steps 1-2), [`Dataplane::check_hop`] (3-8), [`hop_mac`]
+//! (9-10), [`Dataplane::route`] (11-13), [`Dataplane::check_egress`]
+//! (14-16), [`Dataplane::advance`] (18), then [`Dataplane::deliver`],
+//! [`Dataplane::dispatch`] (path edits written, one-hop MAC work, underlay
+//! rewrite) and [`Dataplane::scmp`]. Path writes are recorded as [`Edit`]s
+//! and applied at the end, so frames that end on the slow path or are
+//! dropped leave unchanged.
 //!
 //! Processing is split in two stages so that the fast mode can batch the
 //! AES work of many packets: [`Dataplane::stage1`] reads a frame (never

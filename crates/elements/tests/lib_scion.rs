@@ -788,7 +788,11 @@ fn slow_path_and_drops() {
     let mut empty = scion("1-ff00:0:100", "1-ff00:0:111", 0, &[], 5000);
     empty[5] = 9;
     let e = frame("192.0.2.102:50000", "192.0.2.2:50002", &empty);
-    let o = run(&[junk, other, e, vec![0; 10]], "fast", "drops");
+    let frames = [junk, other, e, vec![0; 10]];
+    let o = run(&frames, "fast", "drops");
+    let steps = run(&frames, "steps", "drops");
+    assert_eq!((&steps.dropped, &steps.handlers), (&o.dropped, &o.handlers));
+    assert_eq!(steps.ports, ["parse[3]"]);
     assert_eq!(o.dropped.len(), 4);
     assert_eq!(
         (
@@ -1129,4 +1133,85 @@ fn steps_without_parse_drop_as_malformed() {
         drop(r);
         assert!(records(&out).is_empty(), "{class}");
     }
+}
+
+/// The step side outputs the other tests do not reach, each with the same
+/// result as `SCIONRouter` (`run1`): an egress router alert, a transit
+/// packet from a host, the last hop forwarded by a sibling router, an
+/// expired hop after a crossover, and an SCMP error about an SCMP error.
+#[test]
+fn step_ports_of_the_remaining_cases() {
+    let from2 = |pkt: &[u8]| frame("192.0.2.102:50000", "192.0.2.2:50002", pkt);
+    // Egress alert on our hop (ConsDir=0: the I flag): slow path.
+    let mut s = up_seg();
+    s.hops[1].flags = 0x02;
+    let p = scion(
+        "1-ff00:0:100",
+        "1-ff00:0:111",
+        1,
+        &path(&[(&s, s.betas[2])], 0, 1),
+        5000,
+    );
+    let o = run1(from2(&p), "egress-alert");
+    assert_eq!(o.ports, ["egress[2]"]);
+    assert_eq!(o.h("slow_path"), "1");
+    // Transit from a host on the internal network: step 6 drops it.
+    let s = up_seg();
+    let p = scion(
+        "1-ff00:0:100",
+        "1-ff00:0:111",
+        1,
+        &path(&[(&s, s.betas[2])], 0, 1),
+        5000,
+    );
+    let o = run1(
+        frame("10.2.0.9:31000", "10.0.0.1:30042", &p),
+        "host-transit",
+    );
+    assert_eq!(o.ports, ["hop[2]"]);
+    assert_eq!(o.h("drops_transit_source"), "1");
+    // br2 hands us the last hop field (in on its IF 6, out on our IF 1):
+    // nothing left to advance to.
+    let s = seg(true, 0x6161, vec![h(0, 5), h(6, 1)]);
+    let p = scion(
+        "1-ff00:0:100",
+        "1-ff00:0:111",
+        1,
+        &path(&[(&s, s.betas[1])], 0, 1),
+        5000,
+    );
+    let o = run1(frame("10.0.0.2:30042", "10.0.0.1:30042", &p), "last-hop");
+    assert_eq!(o.ports, ["advance[1]"]);
+    assert_eq!(o.h("drops_undeliverable"), "1");
+    // A crossover whose next segment has expired: PP 52 at that hop.
+    let up = seg(false, 0x0101, vec![h(0, 2), h(9, 0)]);
+    let down = seg(true, 0x0202, vec![h(0, 3), h(8, 0)]);
+    let mut p = scion(
+        "1-ff00:0:112",
+        "1-ff00:0:111",
+        1,
+        &path(&[(&up, up.betas[1]), (&down, down.betas[0])], 0, 1),
+        5000,
+    );
+    p[52..56].copy_from_slice(&(TS - 90_000).to_be_bytes());
+    let o = run1(from2(&p), "xover-expired");
+    assert_eq!(o.ports, ["route[3]"]);
+    let (_, _, out) = unframe(&o.sent[0]);
+    assert_scmp(&out, 4, 52, 36 + 4 + 16 + 24);
+    // An expired SCMP error message gets no SCMP error back.
+    let s = up_seg();
+    let mut p = scion(
+        "1-ff00:0:100",
+        "1-ff00:0:111",
+        1,
+        &path(&[(&s, s.betas[2])], 0, 1),
+        5000,
+    );
+    p[4] = 202;
+    p[12 + 24 + 4 + 8 + 36] = 1;
+    p[44..48].copy_from_slice(&(TS - 90_000).to_be_bytes());
+    let o = run1(from2(&p), "scmp-of-scmp");
+    assert_eq!(o.ports, ["hop[1]", "scmp[1]"]);
+    assert_eq!(o.h("drops_no_scmp"), "1");
+    assert!(o.sent.is_empty());
 }

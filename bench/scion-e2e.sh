@@ -2,7 +2,7 @@
 # End-to-end benchmark of SCION border routers through UDP sockets on
 # loopback: the reference router (github.com/scionproto/scion v0.15.1,
 # router/cmd/router, built here with Go) and linerate's live router
-# (nfs/scion-br-live.click), one after the other on the same loopback
+# (nfs/scion-br-live-fused.click), one after the other on the same loopback
 # topology, each pinned to one core (taskset -c $ROUTER_CPU). A load
 # generator on another core (bench/scion-e2e, pinned to $GEN_CPU) sends
 # transit packets child -> parent (one hop-field MAC check) with sendmmsg as
@@ -107,7 +107,7 @@ for r in $ROUTERS; do
   fi
   case "$r" in
   linerate)
-    taskset -c "$ROUTER_CPU" "$LINERATE" run "$root/nfs/scion-br-live.click" CONFIG="$cfg" \
+    taskset -c "$ROUTER_CPU" "$LINERATE" run "$root/nfs/scion-br-live-fused.click" CONFIG="$cfg" \
       BURST="$BURST" --http "127.0.0.1:$((BASE + 91))" --no-summary >"$work/$r.log" 2>&1 &
     ;;
   reference)

@@ -4,7 +4,9 @@
 # go.mod): builds the checker with Go, runs nfs/scion-br.click through the
 # linerate binary and decodes the output with the reference library, then
 # runs the live form nfs/scion-br-live.click on a loopback topology with UDP
-# sockets standing in for the neighbours and checks what they receive.
+# sockets standing in for the neighbours and checks what they receive; then
+# the same for the fused forms (nfs/scion-br-fused.click,
+# nfs/scion-br-live-fused.click: one SCIONRouter element).
 #
 # Go caches live under the cargo target directory (GOMODCACHE, GOCACHE), so a
 # warm CI cache makes the Go build incremental. GO (default: go on PATH, then
@@ -28,3 +30,5 @@ trap 'rm -rf "$work"' EXIT
 cd "$root"
 "$target/go/scion-interop" -linerate "$LINERATE" -click nfs/scion-br.click -work "$work" \
   -live-click nfs/scion-br-live.click
+"$target/go/scion-interop" -linerate "$LINERATE" -click nfs/scion-br-fused.click -work "$work" \
+  -live-click nfs/scion-br-live-fused.click

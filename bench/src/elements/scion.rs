@@ -1,6 +1,7 @@
 //! SCIONRouter cases: transit (one hop-field MAC check) and crossover (two)
 //! at about 150 and 1500 bytes, on a topology written into the scratch
-//! directory.
+//! directory; the same traffic through the router built from step elements
+//! (`SCIONParse` ... `SCIONEgress`, as in `nfs/scion-br.click`).
 
 use super::{Case, Goal};
 use linerate_elements::scion::mac::{derive_key, mac_input, HopMac};
@@ -149,9 +150,31 @@ pub fn cases(dir: &Path) -> Vec<Case> {
         scale: 1.0,
         goal: Some(Goal::Mpps(goal)),
     };
+    let steps = |what: &str, goal: f64, frames: fn(usize) -> Vec<Vec<u8>>| Case {
+        element: "SCION steps",
+        config: "SCIONSteps".to_string(),
+        what: what.to_string(),
+        reference: None,
+        prelude: format!(
+            "br :: SCIONConfig(CONFIG {}, NOW 1700000100);\n\
+             elementclass SCIONSteps {{ input -> SCIONParse(br) -> SCIONCheckHop(br) \
+             -> mac :: SCIONVerifyHop(br) -> route :: SCIONRoute(br) \
+             -> SCIONCheckEgress(br) -> SCIONAdvancePath(br) -> SCIONEgress(br) -> output; \
+             route[1] -> mac; }}",
+            conf.display()
+        ),
+        outputs: 1,
+        sizes: vec![150, 1500],
+        frames: Box::new(frames),
+        per_byte: false,
+        scale: 1.0,
+        goal: Some(Goal::Mpps(goal)),
+    };
     vec![
         mk("transit, 1 MAC check", 30.0, transit),
         mk("crossover, 2 MAC checks", 20.0, crossover),
+        steps("transit, 1 MAC check", 30.0, transit),
+        steps("crossover, 2 MAC checks", 20.0, crossover),
     ]
 }
 

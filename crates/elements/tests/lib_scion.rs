@@ -1,7 +1,11 @@
 //! SCIONRouter on literal frames: transit in both directions, crossover,
-//! outbound and inbound delivery, one-hop paths, every SCMP error the
-//! router emits with its code and pointer, the slow path, malformed input,
-//! and a differential test of `IMPL fast` against `IMPL reference`.
+//! peering, outbound and inbound delivery, one-hop paths, every SCMP error
+//! the router emits with its code and pointer, the slow path, malformed
+//! input, and a differential test of `IMPL fast` against `IMPL reference`.
+//! Every single-frame case also runs through `nfs/scion-br.click` (the
+//! router built from step elements, a counter on each step's side outputs)
+//! and must give the same bytes and handler values as `SCIONRouter`; the
+//! step whose output the frame left by is checked where it matters.
 
 mod common;
 
@@ -251,6 +255,9 @@ struct Out {
     slow: Vec<Vec<u8>>,
     dropped: Vec<Vec<u8>>,
     handlers: Vec<(String, String)>,
+    /// The step-element side outputs (`step[port]`) frames left by (steps
+    /// form only).
+    ports: Vec<String>,
 }
 
 impl Out {
@@ -278,7 +285,33 @@ fn run(frames: &[Vec<u8>], imp: &str, tag: &str) -> Out {
         o("slow").display(),
         o("drop").display()
     );
-    let r = common::run(&text, RouterOptions::default());
+    let mut side = Vec::new();
+    let r = if imp == "steps" {
+        let (text, names) = steps_text();
+        side = names;
+        let vars = [
+            ("CONFIG", dir.display().to_string()),
+            ("INPUT", inp.display().to_string()),
+            ("OUTPUT", o("sent").display().to_string()),
+            ("SLOW", o("slow").display().to_string()),
+            ("DROPPED", o("drop").display().to_string()),
+            ("NOW", NOW.to_string()),
+        ];
+        let reg = linerate_elements::registry();
+        let opts = linerate_lang::ParseOptions {
+            vars: vars.map(|(k, v)| (k.to_string(), v)).to_vec(),
+            catalog: &reg,
+            clickpath: vec![],
+        };
+        let c = linerate_lang::parse_str(&text, "scion-br.click", &opts)
+            .unwrap_or_else(|e| panic!("{e}"));
+        let mut r = linerate_runtime::Router::build(&c, &reg, RouterOptions::default())
+            .unwrap_or_else(|e| panic!("{e}"));
+        r.run();
+        r
+    } else {
+        common::run(&text, RouterOptions::default())
+    };
     let mut handlers = Vec::new();
     for name in [
         "drops_underlay",
@@ -317,17 +350,61 @@ fn run(frames: &[Vec<u8>], imp: &str, tag: &str) -> Out {
             .unwrap_or_else(|e| panic!("{name}: {e}"));
         handlers.push((name.to_string(), v.trim().to_string()));
     }
+    let mut ports = Vec::new();
+    for (counter, port) in side {
+        let n = r.handle().call(&format!("{counter}.count"), None).unwrap();
+        if n.trim() != "0" {
+            ports.push(port);
+        }
+    }
     drop(r);
     Out {
         sent: records(&o("sent")),
         slow: records(&o("slow")),
         dropped: records(&o("drop")),
         handlers,
+        ports,
     }
 }
 
+/// `nfs/scion-br.click` with a `Counter` on every step's side output
+/// (`a[k] -> b` becomes `a[k] -> a_k :: Counter -> b`); the counters'
+/// names with the `a[k]` they count.
+fn steps_text() -> (String, Vec<(String, String)>) {
+    let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../nfs/scion-br.click");
+    let text = std::fs::read_to_string(file).unwrap();
+    let mut out = String::new();
+    let mut names = Vec::new();
+    for line in text.lines() {
+        let side = line.split_once("] -> ").and_then(|(a, rest)| {
+            let (elem, port) = a.split_once('[')?;
+            Some((elem.to_string(), port.to_string(), rest.to_string()))
+        });
+        match side {
+            Some((elem, port, rest)) if !line.starts_with("//") => {
+                let c = format!("{elem}_{port}");
+                out.push_str(&format!("{elem}[{port}] -> {c} :: Counter -> {rest}\n"));
+                names.push((c, format!("{elem}[{port}]")));
+            }
+            _ => {
+                out.push_str(line);
+                out.push('\n');
+            }
+        }
+    }
+    (out, names)
+}
+
+/// Runs one frame through `SCIONRouter` and through the step elements:
+/// the same frames out and the same handler values. Returns the steps'.
 fn run1(f: Vec<u8>, tag: &str) -> Out {
-    run(&[f], "fast", tag)
+    let fused = run(std::slice::from_ref(&f), "fast", tag);
+    let steps = run(&[f], "steps", tag);
+    assert_eq!(fused.sent, steps.sent, "sent, {tag}");
+    assert_eq!(fused.slow, steps.slow, "slow, {tag}");
+    assert_eq!(fused.dropped, steps.dropped, "dropped, {tag}");
+    assert_eq!(fused.handlers, steps.handlers, "handlers, {tag}");
+    steps
 }
 
 fn meta_of(s: &[u8]) -> Meta {
@@ -406,6 +483,7 @@ fn crossover_child_to_child_over_ipv6() {
     let p = path(&[(&up, up.betas[1]), (&down, down.betas[0])], 0, 1);
     let pkt = scion("1-ff00:0:112", "1-ff00:0:111", 1, &p, 5000);
     let o = run1(frame("192.0.2.102:50000", "192.0.2.2:50002", &pkt), "xover");
+    assert_eq!(o.ports, ["route[1]"]);
     assert_eq!(o.sent.len(), 1, "{:?}", o.handlers);
     let (src, dst, out) = unframe(&o.sent[0]);
     assert_eq!(
@@ -423,6 +501,39 @@ fn crossover_child_to_child_over_ipv6() {
     assert_eq!(seg_id_of(&out, 0), up.betas[0]);
     assert_eq!(seg_id_of(&out, 1), down.betas[1]);
     assert_eq!(o.h("if3_out_bytes"), pkt.len().to_string());
+}
+
+#[test]
+fn peering_child_to_peer() {
+    use linerate_wire::scion::path::INFO_PEER;
+    // Up segment (ConsDir=0) 111 -> us ending in our peering hop (in from
+    // the child on IF 2, out to the peer on IF 4), then the peer's segment
+    // (ConsDir=1). Peering hops are not chained: the packet carries the
+    // SegID our hop's MAC was made with, and it stays.
+    let up = seg(false, 0x0abc, vec![h(4, 2), h(9, 0)]);
+    let peer = seg(true, 0x0def, vec![h(7, 8), h(9, 0)]);
+    let mut p = path(&[(&up, up.betas[0]), (&peer, peer.betas[0])], 0, 1);
+    p[4] |= INFO_PEER;
+    p[16] |= INFO_PEER;
+    let pkt = scion("1-ff00:0:121", "1-ff00:0:111", 1, &p, 5000);
+    let o = run1(frame("192.0.2.102:50000", "192.0.2.2:50002", &pkt), "peer");
+    assert_eq!(o.sent.len(), 1, "{:?}", o.handlers);
+    assert!(o.ports.is_empty());
+    let (src, dst, out) = unframe(&o.sent[0]);
+    assert_eq!(
+        (src.as_str(), dst.as_str()),
+        ("192.0.2.4:50004", "192.0.2.104:50000")
+    );
+    assert_eq!(
+        meta_of(&out),
+        Meta {
+            curr_inf: 1,
+            curr_hf: 2,
+            seg_len: [2, 2, 0]
+        }
+    );
+    assert_eq!(seg_id_of(&out, 0), up.betas[0]);
+    assert_eq!(o.h("if2_in_packets"), "1");
 }
 
 #[test]
@@ -450,6 +561,7 @@ fn outbound_from_host_and_to_sibling() {
     );
     let (_, _, out) = unframe(&o.sent[0]);
     assert_scmp(&out, 4, 49, 36 + 4 + 8);
+    assert_eq!(o.ports, ["egress[1]"]);
     // Transit from our child to a sibling's parent interface goes to br2
     // with only the ingress-side work done (ConsDir=0 SegID update).
     let s = seg(false, 0x5151, vec![h(0, 5), h(6, 2), h(9, 0)]);
@@ -524,6 +636,7 @@ fn scmp_errors_with_codes_and_pointers() {
     let mut p = good("1-ff00:0:111");
     p[44..48].copy_from_slice(&(TS - 90_000).to_be_bytes());
     let o = run1(from2(&p), "pp52");
+    assert_eq!(o.ports, ["hop[1]"]);
     let (src, dst, out) = unframe(&o.sent[0]);
     assert_eq!(
         (src.as_str(), dst.as_str()),
@@ -546,20 +659,26 @@ fn scmp_errors_with_codes_and_pointers() {
     let mut p = good("1-ff00:0:111");
     p[hop1 + 11] ^= 1;
     let o = run1(from2(&p), "pp51");
+    assert_eq!(o.ports, ["mac[1]"]);
     let (_, _, out) = unframe(&o.sent[0]);
     assert_scmp(&out, 4, 51, hop1 as u16);
     // PP 50: arrived on IF 2 but the hop says travel-ingress is 2 only for IF 2; use IF 1.
     let p = good("1-ff00:0:111");
     let o = run1(frame("192.0.2.101:50000", "192.0.2.1:50001", &p), "pp50");
+    assert_eq!(o.ports, ["hop[1]"]);
     let (_, _, out) = unframe(&o.sent[0]);
     assert_scmp(&out, 4, 50, hop1 as u16);
     // PP 19: PayloadLen one too large.
     let mut p = good("1-ff00:0:111");
     p[7] += 1;
-    let (_, _, out) = unframe(&run1(from2(&p), "pp19").sent[0]);
+    let o = run1(from2(&p), "pp19");
+    assert_eq!(o.ports, ["hop[1]"]);
+    let (_, _, out) = unframe(&o.sent[0]);
     assert_scmp(&out, 4, 19, 0);
     // PP 33: SrcIA local on an external link.
-    let (_, _, out) = unframe(&run1(from2(&good(LOCAL)), "pp33").sent[0]);
+    let o = run1(from2(&good(LOCAL)), "pp33");
+    assert_eq!(o.ports, ["hop[1]"]);
+    let (_, _, out) = unframe(&o.sent[0]);
     assert_scmp(&out, 4, 33, 20);
     // PP 34: DstIA local but not the last hop.
     let p = scion(
@@ -569,7 +688,9 @@ fn scmp_errors_with_codes_and_pointers() {
         &path(&[(&s, s.betas[2])], 0, 1),
         5000,
     );
-    let (_, _, out) = unframe(&run1(from2(&p), "pp34").sent[0]);
+    let o = run1(from2(&p), "pp34");
+    assert_eq!(o.ports, ["hop[1]"]);
+    let (_, _, out) = unframe(&o.sent[0]);
     assert_scmp(&out, 4, 34, 12);
     // PP 48: child -> child without crossover (egress 3 in the same segment).
     let bad = seg(false, 0x1234, vec![h(0, 7), h(3, 2), h(9, 0)]);
@@ -580,7 +701,9 @@ fn scmp_errors_with_codes_and_pointers() {
         &path(&[(&bad, bad.betas[2])], 0, 1),
         5000,
     );
-    let (_, _, out) = unframe(&run1(from2(&p), "pp48").sent[0]);
+    let o = run1(from2(&p), "pp48");
+    assert_eq!(o.ports, ["egress[1]"]);
+    let (_, _, out) = unframe(&o.sent[0]);
     assert_scmp(&out, 4, 48, hop1 as u16);
     // PP 53: crossover child -> parent.
     let up = seg(false, 0x0101, vec![h(0, 2), h(9, 0)]);
@@ -592,7 +715,9 @@ fn scmp_errors_with_codes_and_pointers() {
         &path(&[(&up, up.betas[1]), (&down, down.betas[0])], 0, 1),
         5000,
     );
-    let (_, _, out) = unframe(&run1(from2(&p), "pp53").sent[0]);
+    let o = run1(from2(&p), "pp53");
+    assert_eq!(o.ports, ["route[1]", "egress[1]"]);
+    let (_, _, out) = unframe(&o.sent[0]);
     assert_scmp(&out, 4, 53, 36 + 4 + 8);
     // PP 49 (ConsDir=1): unknown egress interface 77... is PP 50 for ConsDir=1;
     // ConsDir=0 with an unknown egress is PP 49.
@@ -604,7 +729,9 @@ fn scmp_errors_with_codes_and_pointers() {
         &path(&[(&bad, bad.betas[2])], 0, 1),
         5000,
     );
-    let (_, _, out) = unframe(&run1(from2(&p), "pp49").sent[0]);
+    let o = run1(from2(&p), "pp49");
+    assert_eq!(o.ports, ["egress[1]"]);
+    let (_, _, out) = unframe(&o.sent[0]);
     assert_scmp(&out, 4, 49, hop1 as u16);
     // An SVC destination (wildcard) is delivered to the control service.
     let s2 = seg(true, 9, vec![h(0, 7), h(1, 0)]);
@@ -622,6 +749,7 @@ fn scmp_errors_with_codes_and_pointers() {
     );
     p[hp_len + 6..hp_len + 8].copy_from_slice(&c.to_be_bytes());
     let o = run1(frame("192.0.2.101:50000", "192.0.2.1:50001", &p), "svc");
+    assert_eq!(o.ports, ["route[2]"]);
     // SVC wildcard resolves to the control service (DS falls back to CS).
     let (_, dst, _) = unframe(&o.sent[0]);
     assert_eq!(dst, "10.0.0.10:31000");
@@ -631,6 +759,7 @@ fn scmp_errors_with_codes_and_pointers() {
         frame("192.0.2.101:50000", "192.0.2.1:50001", &p),
         "svc-none",
     );
+    assert_eq!(o.ports, ["route[2]", "deliver[1]"]);
     let (_, _, out) = unframe(&o.sent[0]);
     assert_scmp(&out, 1, 0, 0);
     assert_eq!(o.h("scmp_unreachable"), "1");
@@ -650,6 +779,7 @@ fn slow_path_and_drops() {
     );
     let f = frame("192.0.2.102:50000", "192.0.2.2:50002", &p);
     let o = run1(f.clone(), "alert");
+    assert_eq!(o.ports, ["route[4]"]);
     assert_eq!(o.slow, vec![f]);
     assert_eq!(o.h("slow_path"), "1");
     // Unknown underlay, garbage, empty path data.
@@ -658,7 +788,11 @@ fn slow_path_and_drops() {
     let mut empty = scion("1-ff00:0:100", "1-ff00:0:111", 0, &[], 5000);
     empty[5] = 9;
     let e = frame("192.0.2.102:50000", "192.0.2.2:50002", &empty);
-    let o = run(&[junk, other, e, vec![0; 10]], "fast", "drops");
+    let frames = [junk, other, e, vec![0; 10]];
+    let o = run(&frames, "fast", "drops");
+    let steps = run(&frames, "steps", "drops");
+    assert_eq!((&steps.dropped, &steps.handlers), (&o.dropped, &o.handlers));
+    assert_eq!(steps.ports, ["parse[3]"]);
     assert_eq!(o.dropped.len(), 4);
     assert_eq!(
         (
@@ -683,6 +817,7 @@ fn one_hop_paths() {
     p.extend_from_slice(&[0; 12]);
     let pkt = scion("1-ff00:0:100", LOCAL, 2, &p, 5000);
     let o = run1(frame("10.2.0.9:31000", "10.0.0.1:30042", &pkt), "ohp-out");
+    assert_eq!(o.ports, ["parse[1]"]);
     let (_, dst, out) = unframe(&o.sent[0]);
     assert_eq!(dst, "192.0.2.101:50000");
     assert_eq!(
@@ -709,6 +844,7 @@ fn one_hop_paths() {
         "ohp-bad",
     );
     assert_eq!(o.h("drops_one_hop"), "1");
+    assert_eq!(o.ports, ["parse[1]", "onehop[1]"]);
 }
 
 fn valid_frames() -> Vec<Vec<u8>> {
@@ -760,6 +896,29 @@ proptest! {
         prop_assert_eq!(a.sent, b.sent);
         prop_assert_eq!(a.slow, b.slow);
         prop_assert_eq!(a.dropped, b.dropped);
+        prop_assert_eq!(a.handlers, b.handlers);
+    }
+
+    /// The same mutated frames through the step elements
+    /// (`nfs/scion-br.click`) and `SCIONRouter`: the same frames on every
+    /// output (in another order: each step pushes its own batch) and the
+    /// same handler values.
+    #[test]
+    fn steps_equal_fused(muts in proptest::collection::vec((0usize..2, 14usize..200, any::<u8>(), 0usize..260), 1..12)) {
+        let base = valid_frames();
+        let mut frames = base.clone();
+        for (which, pos, val, cut) in muts {
+            let mut f = base[which].clone();
+            if pos < f.len() { f[pos] = val; }
+            if cut < f.len() && cut % 3 == 0 { f.truncate(cut); }
+            frames.push(f);
+        }
+        let a = run(&frames, "fast", "prop-steps");
+        let b = run(&frames, "steps", "prop-steps");
+        let sorted = |mut v: Vec<Vec<u8>>| { v.sort(); v };
+        prop_assert_eq!(sorted(a.sent), sorted(b.sent));
+        prop_assert_eq!(sorted(a.slow), sorted(b.slow));
+        prop_assert_eq!(sorted(a.dropped), sorted(b.dropped));
         prop_assert_eq!(a.handlers, b.handlers);
     }
 }
@@ -939,4 +1098,120 @@ proptest! {
         prop_assert_eq!(a.dropped, b.dropped);
         prop_assert_eq!(a.handlers, b.handlers);
     }
+}
+
+/// A step element fed frames that `SCIONParse` never annotated drops them
+/// as malformed (counted), never panics and never sends them on.
+#[test]
+fn steps_without_parse_drop_as_malformed() {
+    let frames = valid_frames();
+    let dir = scratch("unparsed");
+    let inp = dir.join("unparsed-in.pcap");
+    write_pcap(&inp, &frames);
+    for class in [
+        "SCIONCheckHop",
+        "SCIONVerifyHop",
+        "SCIONRoute",
+        "SCIONCheckEgress",
+        "SCIONAdvancePath",
+        "SCIONEgress",
+        "SCIONDeliver",
+        "SCIONOneHop",
+        "SCIONSCMPError",
+    ] {
+        let out = dir.join(format!("unparsed-{class}.pcap"));
+        let text = format!(
+            "br :: SCIONConfig(CONFIG {}, NOW {NOW});\n\
+             FromDump({}, STOP true) -> {class}(br) -> ToDump({});",
+            dir.display(),
+            inp.display(),
+            out.display()
+        );
+        let r = common::run(&text, RouterOptions::default());
+        let n = r.handle().call("br.drops_malformed", None).unwrap();
+        assert_eq!(n.trim(), frames.len().to_string(), "{class}");
+        drop(r);
+        assert!(records(&out).is_empty(), "{class}");
+    }
+}
+
+/// The step side outputs the other tests do not reach, each with the same
+/// result as `SCIONRouter` (`run1`): an egress router alert, a transit
+/// packet from a host, the last hop forwarded by a sibling router, an
+/// expired hop after a crossover, and an SCMP error about an SCMP error.
+#[test]
+fn step_ports_of_the_remaining_cases() {
+    let from2 = |pkt: &[u8]| frame("192.0.2.102:50000", "192.0.2.2:50002", pkt);
+    // Egress alert on our hop (ConsDir=0: the I flag): slow path.
+    let mut s = up_seg();
+    s.hops[1].flags = 0x02;
+    let p = scion(
+        "1-ff00:0:100",
+        "1-ff00:0:111",
+        1,
+        &path(&[(&s, s.betas[2])], 0, 1),
+        5000,
+    );
+    let o = run1(from2(&p), "egress-alert");
+    assert_eq!(o.ports, ["egress[2]"]);
+    assert_eq!(o.h("slow_path"), "1");
+    // Transit from a host on the internal network: step 6 drops it.
+    let s = up_seg();
+    let p = scion(
+        "1-ff00:0:100",
+        "1-ff00:0:111",
+        1,
+        &path(&[(&s, s.betas[2])], 0, 1),
+        5000,
+    );
+    let o = run1(
+        frame("10.2.0.9:31000", "10.0.0.1:30042", &p),
+        "host-transit",
+    );
+    assert_eq!(o.ports, ["hop[2]"]);
+    assert_eq!(o.h("drops_transit_source"), "1");
+    // br2 hands us the last hop field (in on its IF 6, out on our IF 1):
+    // nothing left to advance to.
+    let s = seg(true, 0x6161, vec![h(0, 5), h(6, 1)]);
+    let p = scion(
+        "1-ff00:0:100",
+        "1-ff00:0:111",
+        1,
+        &path(&[(&s, s.betas[1])], 0, 1),
+        5000,
+    );
+    let o = run1(frame("10.0.0.2:30042", "10.0.0.1:30042", &p), "last-hop");
+    assert_eq!(o.ports, ["advance[1]"]);
+    assert_eq!(o.h("drops_undeliverable"), "1");
+    // A crossover whose next segment has expired: PP 52 at that hop.
+    let up = seg(false, 0x0101, vec![h(0, 2), h(9, 0)]);
+    let down = seg(true, 0x0202, vec![h(0, 3), h(8, 0)]);
+    let mut p = scion(
+        "1-ff00:0:112",
+        "1-ff00:0:111",
+        1,
+        &path(&[(&up, up.betas[1]), (&down, down.betas[0])], 0, 1),
+        5000,
+    );
+    p[52..56].copy_from_slice(&(TS - 90_000).to_be_bytes());
+    let o = run1(from2(&p), "xover-expired");
+    assert_eq!(o.ports, ["route[3]"]);
+    let (_, _, out) = unframe(&o.sent[0]);
+    assert_scmp(&out, 4, 52, 36 + 4 + 16 + 24);
+    // An expired SCMP error message gets no SCMP error back.
+    let s = up_seg();
+    let mut p = scion(
+        "1-ff00:0:100",
+        "1-ff00:0:111",
+        1,
+        &path(&[(&s, s.betas[2])], 0, 1),
+        5000,
+    );
+    p[4] = 202;
+    p[12 + 24 + 4 + 8 + 36] = 1;
+    p[44..48].copy_from_slice(&(TS - 90_000).to_be_bytes());
+    let o = run1(from2(&p), "scmp-of-scmp");
+    assert_eq!(o.ports, ["hop[1]", "scmp[1]"]);
+    assert_eq!(o.h("drops_no_scmp"), "1");
+    assert!(o.sent.is_empty());
 }

@@ -1,5 +1,16 @@
 //! The SCION border-router pipeline (§9 of the data-plane specification),
-//! shared by the `SCIONRouter` element's fast and reference modes.
+//! shared by the `SCIONRouter` element's fast and reference modes and by
+//! the step elements (`SCIONParse` ... `SCIONSCMPError`).
+//!
+//! The pipeline is a sequence of step functions in §9.3 order:
+//! [`Dataplane::arrival`] and [`classify`] (underlay, link, path type),
+//! [`path_hop`] (steps 1-2), [`Dataplane::check_hop`] (3-8), [`hop_mac`]
+//! (9-10), [`Dataplane::route`] (11-13), [`Dataplane::check_egress`]
+//! (14-16), [`Dataplane::advance`] (18), then [`Dataplane::deliver`],
+//! [`Dataplane::dispatch`] (path edits written, one-hop MAC work, underlay
+//! rewrite) and [`Dataplane::scmp`]. Path writes are recorded as [`Edit`]s
+//! and applied at the end, so frames that end on the slow path or are
+//! dropped leave unchanged.
 //!
 //! Processing is split in two stages so that the fast mode can batch the
 //! AES work of many packets: [`Dataplane::stage1`] reads a frame (never
@@ -195,15 +206,77 @@ pub struct Dataplane {
     pub stats: Stats,
 }
 
-const NO_IF: u8 = 0xff;
+/// [`Frame::ingress`] of a frame from the internal network.
+pub const NO_IF: u8 = 0xff;
 
 /// One 16-bit write into the SCION header, applied when at least `stage`
-/// MACs matched.
+/// MACs matched (the number of MACs recorded before it).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-struct Edit {
-    off: u16,
-    val: u16,
+pub struct Edit {
+    /// Offset in the SCION packet.
+    pub off: u16,
+    /// New value.
+    pub val: u16,
     stage: u8,
+}
+
+impl Edit {
+    /// An edit to apply unconditionally (the step elements' form: their
+    /// edits are recorded only once the MACs before them matched).
+    pub fn new(off: u16, val: u16) -> Edit {
+        Edit { off, val, stage: 0 }
+    }
+}
+
+/// Where a SCION packet sits in its frame and how it arrived: what the
+/// pipeline needs besides the SCION header (the step elements keep it in
+/// annotations and re-read the endpoints from the untouched underlay).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Frame {
+    /// Offset of the SCION header in the frame.
+    pub scion_off: u16,
+    /// Length of the SCION packet (UDP payload).
+    pub scion_len: u16,
+    /// Arrival: interface index, or `NO_IF` (0xff) for the internal network.
+    pub ingress: u8,
+    /// Underlay source of the frame (SCMP replies to the internal network).
+    pub src: Ep,
+    /// Underlay destination of the frame.
+    pub dst: Ep,
+}
+
+impl Frame {
+    const EMPTY: Frame = Frame {
+        scion_off: 0,
+        scion_len: 0,
+        ingress: NO_IF,
+        src: Ep {
+            ip: [0; 16],
+            port: 0,
+            v4: false,
+        },
+        dst: Ep {
+            ip: [0; 16],
+            port: 0,
+            v4: false,
+        },
+    };
+    /// The arrival interface index; `None` for the internal network.
+    #[inline]
+    pub fn ingress(&self) -> Option<usize> {
+        (self.ingress != NO_IF).then_some(usize::from(self.ingress))
+    }
+    /// The SCION packet in frame bytes `f`.
+    #[inline]
+    pub fn scion<'a>(&self, f: &'a [u8]) -> &'a [u8] {
+        &f[usize::from(self.scion_off)..usize::from(self.scion_off) + usize::from(self.scion_len)]
+    }
+    /// The SCION packet in frame bytes `f`, writable.
+    #[inline]
+    pub fn scion_mut<'a>(&self, f: &'a mut [u8]) -> &'a mut [u8] {
+        let so = usize::from(self.scion_off);
+        &mut f[so..so + usize::from(self.scion_len)]
+    }
 }
 
 /// What stage 1 decided for a frame.
@@ -219,21 +292,13 @@ pub struct Plan {
     verdict: Verdict,
     edits: [Edit; 6],
     nedits: u8,
-    /// Offset of the SCION header in the frame.
-    scion_off: u16,
-    /// Length of the SCION packet (UDP payload).
-    scion_len: u16,
-    /// Arrival: interface index, or `NO_IF` for the internal network.
-    ingress: u8,
-    /// Underlay source of the frame (SCMP replies to the internal network).
-    src: Ep,
-    /// Underlay destination of the frame.
-    dst: Ep,
+    frame: Frame,
 }
 
 impl Plan {
+    /// A plan with no MAC, no edit and verdict `verdict`.
     #[inline]
-    fn new(verdict: Verdict) -> Plan {
+    pub fn new(verdict: Verdict) -> Plan {
         Plan {
             blocks: [[0; 16]; 2],
             nmacs: 0,
@@ -242,27 +307,23 @@ impl Plan {
             verdict,
             edits: [Edit::default(); 6],
             nedits: 0,
-            scion_off: 0,
-            scion_len: 0,
-            ingress: NO_IF,
-            src: Ep::default(),
-            dst: Ep::default(),
+            frame: Frame::EMPTY,
         }
     }
     #[inline]
-    fn edit(&mut self, off: usize, val: u16, stage: u8) {
+    fn edit(&mut self, off: usize, val: u16) {
         self.edits[usize::from(self.nedits)] = Edit {
             off: off as u16,
             val,
-            stage,
+            stage: self.nmacs,
         };
         self.nedits += 1;
     }
     #[inline]
-    fn meta(&mut self, off: usize, m: Meta, stage: u8) {
+    fn meta(&mut self, off: usize, m: Meta) {
         let w = m.to_word();
-        self.edit(off, (w >> 16) as u16, stage);
-        self.edit(off + 2, w as u16, stage);
+        self.edit(off, (w >> 16) as u16);
+        self.edit(off + 2, w as u16);
     }
     #[inline]
     fn mac(&mut self, block: [u8; 16], expect: [u8; 6], fail: Verdict) {
@@ -271,6 +332,15 @@ impl Plan {
         self.expect[i] = expect;
         self.fail[i] = fail;
         self.nmacs += 1;
+    }
+    /// The edits recorded (in order).
+    pub fn edits(&self) -> &[Edit] {
+        &self.edits[..usize::from(self.nedits)]
+    }
+    /// MAC `i`'s expected value (the hop field's 6 bytes) and the verdict
+    /// when it does not match.
+    pub fn check(&self, i: usize) -> ([u8; 6], Verdict) {
+        (self.expect[i], self.fail[i])
     }
     /// The verdict once the MACs (full CMAC outputs, `nmacs` of them) are
     /// known, and how many matched in order.
@@ -307,6 +377,216 @@ pub(super) fn pair_ok(from: LinkType, to: LinkType, xover: bool) -> bool {
             (Core, Core) | (Child, Parent) | (Parent, Child) | (Child, Peer) | (Peer, Child)
         )
     }
+}
+
+/// What step 13 decided ([`Dataplane::route`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Next {
+    /// On to the egress checks with the same hop.
+    Transit,
+    /// Crossed over: check the new hop's MAC, then the egress.
+    Cross,
+    /// Local destination: delivery (§11.5).
+    Deliver,
+    /// Finished here (slow path, expired crossover hop).
+    Done(Verdict),
+}
+
+/// The hop field a standard-path packet is at, steps 1-2 passed
+/// ([`path_hop`]). The step elements carry it in annotations
+/// ([`Hop::to_bytes`]); [`Hop::cross`] moves it to the next segment (step
+/// 13).
+#[derive(Debug, Clone, Copy)]
+pub struct Hop {
+    po: usize,
+    ninf: usize,
+    nhops: usize,
+    /// PathMeta, advanced past a crossover.
+    meta: Meta,
+    hf: usize,
+    inf: usize,
+    cons_dir: bool,
+    peering: bool,
+    xover: bool,
+}
+
+impl Hop {
+    #[inline]
+    fn info_at(&self, i: usize) -> usize {
+        self.po + 4 + INFO_LEN * i
+    }
+    #[inline]
+    fn hop_at(&self, j: usize) -> usize {
+        self.po + 4 + INFO_LEN * self.ninf + HOP_LEN * j
+    }
+    #[inline]
+    fn info_off(&self) -> usize {
+        self.info_at(self.inf)
+    }
+    /// Offset of the current hop field in the SCION packet.
+    #[inline]
+    pub fn hop_off(&self) -> usize {
+        self.hop_at(self.hf)
+    }
+    /// Offset of the path in the SCION packet.
+    #[inline]
+    pub fn po(&self) -> usize {
+        self.po
+    }
+    /// Whether the hop is the next segment's first after a crossover.
+    #[inline]
+    pub fn crossed(&self) -> bool {
+        self.xover
+    }
+    /// The hop in 8 bytes (path offset, PathMeta, flags), for the step
+    /// elements' annotations.
+    #[inline]
+    pub fn to_bytes(&self) -> [u8; 8] {
+        let po = (self.po as u16).to_be_bytes();
+        let m = &self.meta;
+        let flags =
+            u8::from(self.cons_dir) | u8::from(self.peering) << 1 | u8::from(self.xover) << 2;
+        [
+            po[0],
+            po[1],
+            m.curr_inf,
+            m.curr_hf,
+            m.seg_len[0],
+            m.seg_len[1],
+            m.seg_len[2],
+            flags,
+        ]
+    }
+    /// The hop [`to_bytes`](Self::to_bytes) gave, if it is one of SCION
+    /// packet `s`'s path (checked: the bytes come from annotations).
+    #[inline]
+    pub fn from_bytes(b: [u8; 8], s: &[u8]) -> Option<Hop> {
+        let meta = Meta {
+            curr_inf: b[2],
+            curr_hf: b[3],
+            seg_len: [b[4], b[5], b[6]],
+        };
+        let x = Hop {
+            po: usize::from(u16::from_be_bytes([b[0], b[1]])),
+            ninf: meta.num_inf().ok()?,
+            nhops: meta.num_hops(),
+            meta,
+            hf: usize::from(meta.curr_hf),
+            inf: usize::from(meta.curr_inf),
+            cons_dir: b[7] & 1 != 0,
+            peering: b[7] & 2 != 0,
+            xover: b[7] & 4 != 0,
+        };
+        (x.hf < x.nhops && x.inf < x.ninf && x.hop_at(x.nhops) <= s.len()).then_some(x)
+    }
+    /// Step 13's move to the next segment's first hop.
+    #[inline]
+    pub fn cross(&mut self, s: &[u8]) {
+        self.meta.curr_hf += 1;
+        self.meta.curr_inf = self.meta.segment_of(usize::from(self.meta.curr_hf)) as u8;
+        self.hf += 1;
+        self.inf = usize::from(self.meta.curr_inf);
+        self.cons_dir = s[self.info_off()] & path::INFO_CONS_DIR != 0;
+        self.xover = true;
+    }
+}
+
+/// Header and path-type dispatch: `Ok(true)` for a standard path,
+/// `Ok(false)` for a one-hop path, else the verdict (slow path for BFD and
+/// EPIC, drops).
+#[inline]
+pub fn classify(s: &[u8]) -> Result<bool, Verdict> {
+    let Ok(h) = header::Packet::new_checked(s) else {
+        return Err(Verdict::Drop(Drop::Malformed));
+    };
+    let Ok((upper, _)) = sw::upper_layer(s, h.header_len(), h.next_hdr()) else {
+        return Err(Verdict::Drop(Drop::Malformed));
+    };
+    match h.path_type() {
+        path_type::SCION => Ok(true),
+        path_type::EMPTY | path_type::ONEHOP if upper == proto::BFD => Err(Verdict::Slow),
+        path_type::ONEHOP => Ok(false),
+        path_type::EPIC => Err(Verdict::Slow),
+        _ => Err(Verdict::Drop(Drop::PathType)),
+    }
+}
+
+/// Steps 1-2 for a standard path (header checked by [`classify`]): the
+/// current hop, or the drop.
+#[inline]
+pub fn path_hop(h: &header::Packet<&[u8]>) -> Result<Hop, Verdict> {
+    let bad = Verdict::Drop(Drop::InvalidPath);
+    let Ok(p) = StandardPath::new_checked(h.path()) else {
+        return Err(Verdict::Drop(Drop::Malformed));
+    };
+    let m = p.meta();
+    let ninf = m.num_inf().unwrap_or(0);
+    let nhops = m.num_hops();
+    let hf = usize::from(m.curr_hf);
+    let inf = usize::from(m.curr_inf);
+    // Step 1.
+    if ninf == 0 || hf >= nhops || inf >= ninf || inf != m.segment_of(hf) {
+        return Err(bad);
+    }
+    let mut x = Hop {
+        po: h.path_offset(),
+        ninf,
+        nhops,
+        meta: m,
+        hf,
+        inf,
+        cons_dir: false,
+        peering: false,
+        xover: false,
+    };
+    let flags = h.as_ref()[x.info_off()];
+    x.cons_dir = flags & path::INFO_CONS_DIR != 0;
+    // Step 2.
+    if flags & path::INFO_PEER != 0 {
+        if m.seg_len[0] == 0 || m.seg_len[1] == 0 || m.seg_len[2] != 0 {
+            return Err(bad);
+        }
+        let s0 = usize::from(m.seg_len[0]);
+        x.peering = hf == s0 - 1 || hf == s0;
+    } else if m.seg_len.contains(&1) {
+        return Err(bad);
+    }
+    Ok(x)
+}
+
+/// Steps 9-10 for the current hop (and step 13's MAC check of the hop after
+/// a crossover): the SegID update against construction direction (an edit;
+/// arrival hop of a link only) and the MAC block to check, with the SCMP
+/// answer to a mismatch.
+#[inline]
+pub fn hop_mac(s: &[u8], x: &Hop, ingress: Option<usize>, plan: &mut Plan) {
+    let (io, ho) = (x.info_off(), x.hop_off());
+    let hop = &s[ho..ho + HOP_LEN];
+    let mut seg_id = be16(s, io + 2);
+    if !x.xover && !x.cons_dir && ingress.is_some() && !x.peering {
+        seg_id ^= be16(hop, 6);
+        plan.edit(io + 2, seg_id);
+    }
+    let mut mac = [0u8; 6];
+    mac.copy_from_slice(&hop[6..12]);
+    plan.mac(
+        mac_input(seg_id, be32(s, io + 4), hop[1], be16(hop, 2), be16(hop, 4)),
+        mac,
+        Verdict::Scmp(typ::PARAMETER_PROBLEM, pp::INVALID_HOP_FIELD_MAC, ho as u16),
+    );
+}
+
+/// Writes path edits into the SCION packet `s`; the ones'-complement change
+/// of its bytes (for the UDP checksum).
+#[inline]
+pub fn apply_edits<'a>(s: &mut [u8], edits: impl Iterator<Item = &'a Edit>) -> u32 {
+    let mut delta = 0u32;
+    for e in edits {
+        let o = usize::from(e.off);
+        delta += u32::from(!be16(s, o)) + u32::from(e.val);
+        s[o..o + 2].copy_from_slice(&e.val.to_be_bytes());
+    }
+    delta
 }
 
 impl Dataplane {
@@ -396,23 +676,28 @@ impl Dataplane {
 
     /// Stage 1: everything up to the MAC checks, reading only.
     pub fn stage1(&self, f: &[u8]) -> Plan {
-        match self.underlay(f) {
-            Ok((off, len, src, dst, ingress)) => {
-                let mut plan = self.scion(&f[off..off + len], ingress, &src);
-                plan.scion_off = off as u16;
-                plan.scion_len = len as u16;
-                plan.ingress = ingress.map_or(NO_IF, |i| i as u8);
-                plan.src = src;
-                plan.dst = dst;
+        match self.arrival(f) {
+            Ok(fr) => {
+                let mut plan = self.scion(fr.scion(f), fr.ingress(), &fr.src);
+                plan.frame = fr;
                 plan
             }
             Err(d) => Plan::new(Verdict::Drop(d)),
         }
     }
 
-    /// Parses Ethernet/IP/UDP: (SCION offset, SCION length, source, link).
+    /// The underlay and the ingress link of a frame.
     #[inline]
-    fn underlay(&self, f: &[u8]) -> Result<(usize, usize, Ep, Ep, Option<usize>), Drop> {
+    pub fn arrival(&self, f: &[u8]) -> Result<Frame, Drop> {
+        let mut fr = Self::underlay(f)?;
+        fr.ingress = self.link_of(&fr.src, &fr.dst)?.map_or(NO_IF, |i| i as u8);
+        Ok(fr)
+    }
+
+    /// Parses Ethernet/IP/UDP: where the SCION packet is and the
+    /// endpoints (ingress left unset).
+    #[inline]
+    pub fn underlay(f: &[u8]) -> Result<Frame, Drop> {
         if f.len() < ETH_LEN + 20 {
             return Err(Drop::Underlay);
         }
@@ -482,29 +767,26 @@ impl Dataplane {
         }
         src.port = be16(f, u);
         dst.port = be16(f, u + 2);
-        let link = self.link_of(&src, &dst)?;
-        Ok((u + 8, ulen - 8, src, dst, link))
+        Ok(Frame {
+            scion_off: (u + 8) as u16,
+            scion_len: (ulen - 8) as u16,
+            ingress: NO_IF,
+            src,
+            dst,
+        })
     }
 
     #[inline]
     fn scion(&self, s: &[u8], ingress: Option<usize>, usrc: &Ep) -> Plan {
-        let Ok(h) = header::Packet::new_checked(s) else {
-            return Plan::new(Verdict::Drop(Drop::Malformed));
-        };
-        let Ok((upper, _)) = sw::upper_layer(s, h.header_len(), h.next_hdr()) else {
-            return Plan::new(Verdict::Drop(Drop::Malformed));
-        };
-        match h.path_type() {
-            path_type::SCION => self.standard(s, &h, ingress, usrc),
-            path_type::EMPTY if upper == proto::BFD => Plan::new(Verdict::Slow),
-            path_type::ONEHOP if upper == proto::BFD => Plan::new(Verdict::Slow),
-            path_type::ONEHOP => Plan::new(self.onehop_check(&h, ingress)),
-            path_type::EPIC => Plan::new(Verdict::Slow),
-            _ => Plan::new(Verdict::Drop(Drop::PathType)),
+        match classify(s) {
+            Ok(true) => self.standard(s, &header::Packet::new_unchecked(s), ingress, usrc),
+            Ok(false) => Plan::new(self.onehop_check(&header::Packet::new_unchecked(s), ingress)),
+            Err(v) => Plan::new(v),
         }
     }
 
-    /// Steps 1-18 for a standard path.
+    /// Steps 1-18 for a standard path, one step function after the other
+    /// (the step elements call the same functions, one or a few each).
     #[inline]
     fn standard(
         &self,
@@ -513,72 +795,79 @@ impl Dataplane {
         ingress: Option<usize>,
         usrc: &Ep,
     ) -> Plan {
-        use Verdict::*;
-        let po = h.path_offset();
-        let Ok(p) = StandardPath::new_checked(h.path()) else {
-            return Plan::new(Drop(self::Drop::Malformed));
+        let mut x = match path_hop(h) {
+            Ok(x) => x,
+            Err(v) => return Plan::new(v),
         };
-        let m = p.meta();
-        let ninf = m.num_inf().unwrap_or(0);
-        let nhops = m.num_hops();
-        let hf = usize::from(m.curr_hf);
-        let inf = usize::from(m.curr_inf);
-        // Step 1.
-        if ninf == 0 || hf >= nhops || inf >= ninf || inf != m.segment_of(hf) {
-            return Plan::new(Drop(self::Drop::InvalidPath));
+        if let Err(v) = self.check_hop(s, h, &x, ingress, usrc) {
+            return Plan::new(v);
         }
-        let info_at = |i: usize| po + 4 + INFO_LEN * i;
-        let hop_at = |j: usize| po + 4 + INFO_LEN * ninf + HOP_LEN * j;
-        let info_off = info_at(inf);
-        let hop_off = hop_at(hf);
-        let flags = s[info_off];
-        let cons_dir = flags & path::INFO_CONS_DIR != 0;
-        let peer = flags & path::INFO_PEER != 0;
-        // Step 2.
-        let peering = if peer {
-            if m.seg_len[0] == 0 || m.seg_len[1] == 0 || m.seg_len[2] != 0 {
-                return Plan::new(Drop(self::Drop::InvalidPath));
+        let mut plan = Plan::new(Verdict::Slow);
+        hop_mac(s, &x, ingress, &mut plan);
+        plan.verdict = match self.route(s, h, &mut x, ingress, &mut plan) {
+            Next::Done(v) => v,
+            Next::Deliver => self.deliver(s, h),
+            next => {
+                if next == Next::Cross {
+                    hop_mac(s, &x, ingress, &mut plan);
+                }
+                match self.check_egress(s, &x, ingress) {
+                    Ok(eg) => self.advance(s, &x, eg, &mut plan),
+                    Err(v) => v,
+                }
             }
-            let s0 = usize::from(m.seg_len[0]);
-            hf == s0 - 1 || hf == s0
-        } else {
-            if m.seg_len.contains(&1) {
-                return Plan::new(Drop(self::Drop::InvalidPath));
-            }
-            false
         };
+        plan
+    }
+
+    /// Steps 3-8 for the arrival hop: expiry, ingress interface, packet
+    /// size, transit from the internal network, source and destination
+    /// addresses.
+    #[inline]
+    pub fn check_hop(
+        &self,
+        s: &[u8],
+        h: &header::Packet<&[u8]>,
+        x: &Hop,
+        ingress: Option<usize>,
+        usrc: &Ep,
+    ) -> Result<(), Verdict> {
+        use Verdict::*;
+        let (hf, inf, nhops) = (x.hf, x.inf, x.nhops);
+        let hop_off = x.hop_off();
         let hop = &s[hop_off..hop_off + HOP_LEN];
-        let ts = be32(s, info_off + 4);
-        let ptr_hf = hop_off as u16;
-        let pp = |code| Scmp(typ::PARAMETER_PROBLEM, code, ptr_hf);
+        let ts = be32(s, x.info_off() + 4);
+        let pp = |code| Scmp(typ::PARAMETER_PROBLEM, code, hop_off as u16);
         // Step 3.
         if self.expired(ts, hop[1]) {
-            return Plan::new(pp(pp::PATH_EXPIRED));
+            return Err(pp(pp::PATH_EXPIRED));
         }
-        let cons_in = be16(hop, 2);
-        let cons_eg = be16(hop, 4);
-        let trav_in = if cons_dir { cons_in } else { cons_eg };
+        let trav_in = if x.cons_dir {
+            be16(hop, 2)
+        } else {
+            be16(hop, 4)
+        };
         // Step 4.
         if let Some(i) = ingress {
             if trav_in != self.ifaces[i].ifid {
-                let code = if cons_dir {
+                let code = if x.cons_dir {
                     pp::UNKNOWN_HOP_FIELD_INGRESS
                 } else {
                     pp::UNKNOWN_HOP_FIELD_EGRESS
                 };
-                return Plan::new(pp(code));
+                return Err(pp(code));
             }
         }
         // Step 5.
         if usize::from(h.payload_len()) != s.len() - h.header_len() {
-            return Plan::new(Scmp(typ::PARAMETER_PROBLEM, pp::INVALID_PACKET_SIZE, 0));
+            return Err(Scmp(typ::PARAMETER_PROBLEM, pp::INVALID_PACKET_SIZE, 0));
         }
         // Step 6.
         if ingress.is_none() && hf != 0 {
-            let first_after_xover = inf > 0 && m.segment_of(hf - 1) == inf - 1;
-            let pkt_in = if !peering && first_after_xover {
-                let pi = info_at(inf - 1);
-                let ph = hop_at(hf - 1);
+            let first_after_xover = inf > 0 && x.meta.segment_of(hf - 1) == inf - 1;
+            let pkt_in = if !x.peering && first_after_xover {
+                let pi = x.info_at(inf - 1);
+                let ph = x.hop_at(hf - 1);
                 if s[pi] & path::INFO_CONS_DIR != 0 {
                     be16(s, ph + 2)
                 } else {
@@ -591,7 +880,7 @@ impl Dataplane {
                 .iface(pkt_in)
                 .is_some_and(|i| !self.ifaces[i].ours && self.ifaces[i].dst == *usrc);
             if !ok {
-                return Plan::new(Drop(self::Drop::TransitSource));
+                return Err(Drop(self::Drop::TransitSource));
             }
         }
         // Step 7.
@@ -609,142 +898,148 @@ impl Dataplane {
         );
         if ingress.is_none() {
             if hf == 0 && !src_local {
-                return Plan::new(bad_src);
+                return Err(bad_src);
             }
             if dst_local {
-                return Plan::new(bad_dst);
+                return Err(bad_dst);
             }
         } else {
             if src_local {
-                return Plan::new(bad_src);
+                return Err(bad_src);
             }
             if (hf == nhops - 1) != dst_local {
-                return Plan::new(bad_dst);
+                return Err(bad_dst);
             }
         }
         // Step 8.
         if src_local && !valid_host(h.src_code(), h.src_host_bytes()) {
-            return Plan::new(Scmp(typ::PARAMETER_PROBLEM, pp::INVALID_SOURCE_ADDRESS, 0));
+            return Err(Scmp(typ::PARAMETER_PROBLEM, pp::INVALID_SOURCE_ADDRESS, 0));
         }
-        let mut plan = Plan::new(Slow);
-        // Step 9.
-        let mut seg_id = be16(s, info_off + 2);
-        if !cons_dir && ingress.is_some() && !peering {
-            seg_id ^= be16(hop, 6);
-            plan.edit(info_off + 2, seg_id, 0);
-        }
-        // Step 10.
-        let mut mac = [0u8; 6];
-        mac.copy_from_slice(&hop[6..12]);
-        plan.mac(
-            mac_input(seg_id, ts, hop[1], cons_in, cons_eg),
-            mac,
-            pp(pp::INVALID_HOP_FIELD_MAC),
-        );
+        Ok(())
+    }
+
+    /// Steps 11-13: an ingress alert goes to the slow path, a local
+    /// destination to delivery; a crossover moves `x` to the next
+    /// segment's first hop (PathMeta edit) and checks its expiry (its MAC
+    /// is the caller's: [`hop_mac`] again).
+    #[inline]
+    pub fn route(
+        &self,
+        s: &[u8],
+        h: &header::Packet<&[u8]>,
+        x: &mut Hop,
+        ingress: Option<usize>,
+        plan: &mut Plan,
+    ) -> Next {
         // Step 11.
         if ingress.is_some() {
-            let alert = if cons_dir {
+            let alert = if x.cons_dir {
                 path::HOP_INGRESS_ALERT
             } else {
                 path::HOP_EGRESS_ALERT
             };
-            if hop[0] & alert != 0 {
-                plan.verdict = Slow;
-                return plan;
+            if s[x.hop_off()] & alert != 0 {
+                return Next::Done(Verdict::Slow);
             }
         }
         // Step 12.
-        if dst_local {
-            plan.verdict = self.deliver(s, h);
-            return plan;
+        if h.dst_ia() == self.ia {
+            return Next::Deliver;
         }
         // Step 13.
-        let xover = !peering && hf + 1 < nhops && m.segment_of(hf + 1) != inf;
-        let (mut cur_hf, mut cur_inf, mut cons_dir, mut meta) = (hf, inf, cons_dir, m);
-        if xover {
-            meta.curr_hf += 1;
-            meta.curr_inf = meta.segment_of(usize::from(meta.curr_hf)) as u8;
-            plan.meta(po, meta, 1);
-            cur_hf = hf + 1;
-            cur_inf = usize::from(meta.curr_inf);
-            let io = info_at(cur_inf);
-            let ho = hop_at(cur_hf);
-            cons_dir = s[io] & path::INFO_CONS_DIR != 0;
-            let h2 = &s[ho..ho + HOP_LEN];
-            let ts2 = be32(s, io + 4);
-            let pp2 = |code| Scmp(typ::PARAMETER_PROBLEM, code, ho as u16);
-            if self.expired(ts2, h2[1]) {
-                plan.verdict = pp2(pp::PATH_EXPIRED);
-                return plan;
+        if !x.peering && x.hf + 1 < x.nhops && x.meta.segment_of(x.hf + 1) != x.inf {
+            x.cross(s);
+            plan.meta(x.po, x.meta);
+            let (io, ho) = (x.info_off(), x.hop_off());
+            if self.expired(be32(s, io + 4), s[ho + 1]) {
+                return Next::Done(Verdict::Scmp(
+                    typ::PARAMETER_PROBLEM,
+                    pp::PATH_EXPIRED,
+                    ho as u16,
+                ));
             }
-            let mut mac2 = [0u8; 6];
-            mac2.copy_from_slice(&h2[6..12]);
-            plan.mac(
-                mac_input(be16(s, io + 2), ts2, h2[1], be16(h2, 2), be16(h2, 4)),
-                mac2,
-                pp2(pp::INVALID_HOP_FIELD_MAC),
-            );
+            return Next::Cross;
         }
-        let info_off = info_at(cur_inf);
-        let hop_off = hop_at(cur_hf);
+        Next::Transit
+    }
+
+    /// Steps 14-16: the egress interface (known; ours unless the packet
+    /// came from a link), the link-type pair, an egress alert (slow path).
+    /// The egress interface index.
+    #[inline]
+    pub fn check_egress(
+        &self,
+        s: &[u8],
+        x: &Hop,
+        ingress: Option<usize>,
+    ) -> Result<usize, Verdict> {
+        use Verdict::*;
+        let hop_off = x.hop_off();
         let hop = &s[hop_off..hop_off + HOP_LEN];
-        let ptr_hf = hop_off as u16;
-        let pp = |code| Scmp(typ::PARAMETER_PROBLEM, code, ptr_hf);
+        let pp = |code| Scmp(typ::PARAMETER_PROBLEM, code, hop_off as u16);
         // Step 14.
-        let egress = if cons_dir { be16(hop, 4) } else { be16(hop, 2) };
+        let egress = if x.cons_dir {
+            be16(hop, 4)
+        } else {
+            be16(hop, 2)
+        };
         let eg = match self.iface(egress) {
             Some(e) if ingress.is_some() || self.ifaces[e].ours => e,
             _ => {
-                let code = if cons_dir {
+                let code = if x.cons_dir {
                     pp::UNKNOWN_HOP_FIELD_EGRESS
                 } else {
                     pp::UNKNOWN_HOP_FIELD_INGRESS
                 };
-                plan.verdict = pp(code);
-                return plan;
+                return Err(pp(code));
             }
         };
         // Step 15.
         if let Some(i) = ingress {
-            if !pair_ok(self.ifaces[i].link_to, self.ifaces[eg].link_to, xover) {
-                plan.verdict = if xover {
+            if !pair_ok(self.ifaces[i].link_to, self.ifaces[eg].link_to, x.xover) {
+                return Err(if x.xover {
                     Scmp(
                         typ::PARAMETER_PROBLEM,
                         pp::INVALID_SEGMENT_CHANGE,
-                        info_off as u16,
+                        x.info_off() as u16,
                     )
                 } else {
                     pp(pp::INVALID_PATH)
-                };
-                return plan;
+                });
             }
         }
-        let n = plan.nmacs;
+        // Step 16.
         if self.ifaces[eg].ours {
-            // Step 16.
-            let alert = if cons_dir {
+            let alert = if x.cons_dir {
                 path::HOP_EGRESS_ALERT
             } else {
                 path::HOP_INGRESS_ALERT
             };
             if hop[0] & alert != 0 {
-                plan.verdict = Slow;
-                return plan;
+                return Err(Slow);
             }
-            // Step 18.
-            if cons_dir && !peering {
-                plan.edit(info_off + 2, be16(s, info_off + 2) ^ be16(hop, 6), n);
+        }
+        Ok(eg)
+    }
+
+    /// Step 18 (for our own egress; a sibling's router does it): the SegID
+    /// update in construction direction and the advance to the next hop.
+    #[inline]
+    pub fn advance(&self, s: &[u8], x: &Hop, eg: usize, plan: &mut Plan) -> Verdict {
+        if self.ifaces[eg].ours {
+            let io = x.info_off();
+            if x.cons_dir && !x.peering {
+                plan.edit(io + 2, be16(s, io + 2) ^ be16(s, x.hop_off() + 6));
             }
-            if usize::from(meta.curr_hf) + 1 >= nhops {
-                plan.verdict = Drop(self::Drop::Undeliverable);
-                return plan;
+            if usize::from(x.meta.curr_hf) + 1 >= x.nhops {
+                return Verdict::Drop(Drop::Undeliverable);
             }
+            let mut meta = x.meta;
             meta.curr_hf += 1;
             meta.curr_inf = meta.segment_of(usize::from(meta.curr_hf)) as u8;
-            plan.meta(po, meta, n);
+            plan.meta(x.po, meta);
         }
-        plan.verdict = Forward(eg);
-        plan
+        Verdict::Forward(eg)
     }
 
     #[inline]
@@ -754,7 +1049,7 @@ impl Dataplane {
     }
 
     /// Step 12 / §11.5: the local destination and its port.
-    fn deliver(&self, s: &[u8], h: &header::Packet<&[u8]>) -> Verdict {
+    pub fn deliver(&self, s: &[u8], h: &header::Packet<&[u8]>) -> Verdict {
         let bad_dst = Verdict::Scmp(
             typ::PARAMETER_PROBLEM,
             pp::INVALID_DESTINATION_ADDRESS,
@@ -783,7 +1078,7 @@ impl Dataplane {
     }
 
     /// §11.2 checks for a one-hop path (the MAC work is done in `finish`).
-    fn onehop_check(&self, h: &header::Packet<&[u8]>, ingress: Option<usize>) -> Verdict {
+    pub fn onehop_check(&self, h: &header::Packet<&[u8]>, ingress: Option<usize>) -> Verdict {
         let Ok(p) = path::OneHopPath::new_checked(h.path()) else {
             return Verdict::Drop(Drop::Malformed);
         };
@@ -863,68 +1158,94 @@ impl Dataplane {
         plan: &Plan,
         macs: &[[u8; 16]],
     ) -> (Verdict, Option<Packet>) {
-        let (mut v, passed) = plan.decide(macs);
-        let ingress = (plan.ingress != NO_IF).then_some(usize::from(plan.ingress));
-        let in_idx = ingress.unwrap_or(self.ifaces.len());
+        let (v, passed) = plan.decide(macs);
+        let fr = &plan.frame;
         if !matches!(v, Verdict::Drop(Drop::Underlay | Drop::UnknownLink)) {
-            let c = &mut self.stats.ifs[in_idx];
-            c.in_pkts += 1;
-            c.in_bytes += u64::from(plan.scion_len);
+            self.count_in(fr);
         }
-        let mut reply = None;
         match v {
-            Verdict::Drop(d) => self.stats.drops[d as usize] += 1,
+            Verdict::Drop(d) => self.count_drop(d),
             Verdict::Slow => self.stats.slow += 1,
             Verdict::Forward(_) | Verdict::Deliver(_) | Verdict::Scmp(..) => {
-                let so = usize::from(plan.scion_off);
-                let sl = usize::from(plan.scion_len);
-                let d = p.data_mut();
-                let s = &mut d[so..so + sl];
-                let onehop = s[8] == path_type::ONEHOP;
-                // Ones'-complement change of the SCION bytes, for the UDP checksum.
-                let mut delta = 0u32;
-                for e in &plan.edits[..usize::from(plan.nedits)] {
-                    if e.stage <= passed {
-                        let o = usize::from(e.off);
-                        delta += u32::from(!be16(s, o)) + u32::from(e.val);
-                        s[o..o + 2].copy_from_slice(&e.val.to_be_bytes());
-                    }
-                }
-                if onehop && !matches!(v, Verdict::Scmp(..)) {
-                    let before = checksum::sum(s);
-                    if !self.onehop_apply(s, ingress) {
-                        v = Verdict::Drop(Drop::OneHop);
-                        self.stats.drops[Drop::OneHop as usize] += 1;
-                        return (v, None);
-                    }
-                    let after = checksum::sum(s);
-                    self.send(p, plan, v, u32::from(!before) + u32::from(after));
-                    return (v, None);
-                }
-                match v {
-                    Verdict::Scmp(t, c, ptr) => {
-                        reply = self.scmp_reply(p, plan, t, c, ptr);
-                        if reply.is_none() {
-                            v = Verdict::Drop(Drop::NoScmp);
-                            self.stats.drops[Drop::NoScmp as usize] += 1;
-                        } else {
-                            let k = SCMP_CODES
-                                .iter()
-                                .position(|&x| x == c && t == typ::PARAMETER_PROBLEM)
-                                .unwrap_or(9);
-                            self.stats.scmp[k] += 1;
-                        }
-                    }
-                    _ => self.send(p, plan, v, delta),
-                }
+                let edits = plan.edits().iter().filter(|e| e.stage <= passed);
+                let delta = apply_edits(fr.scion_mut(p.data_mut()), edits);
+                return self.dispatch(p, fr, v, delta);
             }
         }
-        (v, reply)
+        (v, None)
+    }
+
+    /// Counts a frame received on its link (SCION bytes).
+    #[inline]
+    pub fn count_in(&mut self, fr: &Frame) {
+        let c = &mut self.stats.ifs[fr.ingress().unwrap_or(self.ifaces.len())];
+        c.in_pkts += 1;
+        c.in_bytes += u64::from(fr.scion_len);
+    }
+
+    /// Counts a silent drop.
+    #[inline]
+    pub fn count_drop(&mut self, d: Drop) {
+        self.stats.drops[d as usize] += 1;
+    }
+
+    /// The end of the pipeline for a packet whose path edits are applied
+    /// (`delta`: their ones'-complement change): the one-hop MAC work, the
+    /// underlay rewrite and egress count, or the SCMP reply.
+    pub fn dispatch(
+        &mut self,
+        p: &mut Packet,
+        fr: &Frame,
+        v: Verdict,
+        delta: u32,
+    ) -> (Verdict, Option<Packet>) {
+        if let Verdict::Scmp(t, c, ptr) = v {
+            return self.scmp(p, fr, t, c, ptr);
+        }
+        let s = fr.scion_mut(p.data_mut());
+        if s[8] != path_type::ONEHOP {
+            self.send(p, fr, v, delta);
+            return (v, None);
+        }
+        let before = checksum::sum(s);
+        if !self.onehop_apply(s, fr.ingress()) {
+            self.count_drop(Drop::OneHop);
+            return (Verdict::Drop(Drop::OneHop), None);
+        }
+        let after = checksum::sum(s);
+        self.send(p, fr, v, u32::from(!before) + u32::from(after));
+        (v, None)
+    }
+
+    /// The SCMP reply to a packet (path edits applied), counted; a drop
+    /// (`no_scmp`) when there is none to send.
+    pub fn scmp(
+        &mut self,
+        p: &Packet,
+        fr: &Frame,
+        t: u8,
+        c: u8,
+        ptr: u16,
+    ) -> (Verdict, Option<Packet>) {
+        match self.scmp_reply(p, fr, t, c, ptr) {
+            None => {
+                self.count_drop(Drop::NoScmp);
+                (Verdict::Drop(Drop::NoScmp), None)
+            }
+            Some(r) => {
+                let k = SCMP_CODES
+                    .iter()
+                    .position(|&x| x == c && t == typ::PARAMETER_PROBLEM)
+                    .unwrap_or(9);
+                self.stats.scmp[k] += 1;
+                (Verdict::Scmp(t, c, ptr), Some(r))
+            }
+        }
     }
 
     /// Rewrites the underlay of a forwarded or delivered packet and counts
     /// it on its egress.
-    fn send(&mut self, p: &mut Packet, plan: &Plan, v: Verdict, delta: u32) {
+    fn send(&mut self, p: &mut Packet, fr: &Frame, v: Verdict, delta: u32) {
         let (src, dst, out_idx) = match v {
             Verdict::Forward(e) => (self.ifaces[e].src, self.ifaces[e].dst, e),
             Verdict::Deliver(a) => (self.internal, a, self.ifaces.len()),
@@ -932,14 +1253,13 @@ impl Dataplane {
         };
         let c = &mut self.stats.ifs[out_idx];
         c.out_pkts += 1;
-        c.out_bytes += u64::from(plan.scion_len);
-        rewrite_underlay(p, plan, &src, &dst, delta);
+        c.out_bytes += u64::from(fr.scion_len);
+        rewrite_underlay(p, fr, &src, &dst, delta);
     }
 
     /// Builds the SCMP error reply (§10) from the packet as it is now.
-    fn scmp_reply(&self, p: &Packet, plan: &Plan, t: u8, code: u8, ptr: u16) -> Option<Packet> {
-        let so = usize::from(plan.scion_off);
-        let s = &p.data()[so..so + usize::from(plan.scion_len)];
+    fn scmp_reply(&self, p: &Packet, fr: &Frame, t: u8, code: u8, ptr: u16) -> Option<Packet> {
+        let s = fr.scion(p.data());
         let h = header::Packet::new_checked(s).ok()?;
         if h.path_type() != path_type::SCION {
             return None;
@@ -975,7 +1295,7 @@ impl Dataplane {
         if is_xover && !peering {
             inc(&mut rev)?;
         }
-        if plan.ingress != NO_IF {
+        if fr.ingress != NO_IF {
             let ci = usize::from(rev.meta.curr_inf);
             if rev.infos[ci].cons_dir && !peering {
                 let m = rev.hops[usize::from(rev.meta.curr_hf)].mac;
@@ -1015,8 +1335,8 @@ impl Dataplane {
             payload_len: l4len as u16,
             ..hdr
         };
-        let (usrc, udst) = match plan.ingress {
-            NO_IF => (self.internal, plan.src),
+        let (usrc, udst) = match fr.ingress {
+            NO_IF => (self.internal, fr.src),
             i => (
                 self.ifaces[usize::from(i)].src,
                 self.ifaces[usize::from(i)].dst,
@@ -1163,14 +1483,14 @@ pub(super) fn write_underlay(
 /// SCION packet; the UDP checksum is adjusted incrementally (RFC 1624) from
 /// the received one: old addresses and ports out, new ones in, plus
 /// `delta`, the ones'-complement change of the SCION bytes.
-fn rewrite_underlay(p: &mut Packet, plan: &Plan, src: &Ep, dst: &Ep, delta: u32) {
-    let so = usize::from(plan.scion_off);
-    let sl = usize::from(plan.scion_len);
+fn rewrite_underlay(p: &mut Packet, fr: &Frame, src: &Ep, dst: &Ep, delta: u32) {
+    let so = usize::from(fr.scion_off);
+    let sl = usize::from(fr.scion_len);
     let old_csum = be16(p.data(), so - 2);
-    let csum = if old_csum == 0 && plan.src.v4 {
+    let csum = if old_csum == 0 && fr.src.v4 {
         None
     } else {
-        let old = fold(ends_sum(&plan.src, &plan.dst));
+        let old = fold(ends_sum(&fr.src, &fr.dst));
         let s = !fold(u32::from(!old_csum) + u32::from(!old) + ends_sum(src, dst) + delta);
         Some(if s == 0 { 0xffff } else { s })
     };

@@ -4,6 +4,13 @@
 //! (crossovers, peering), one-hop paths, local delivery, SCMP errors and
 //! the underlay rewrite.
 //!
+//! The fused form of the step elements (`SCIONConfig`, `SCIONParse`,
+//! `SCIONCheckHop`, `SCIONVerifyHop`, `SCIONRoute`, `SCIONCheckEgress`,
+//! `SCIONAdvancePath`, `SCIONEgress`, `SCIONDeliver`, `SCIONOneHop`,
+//! `SCIONSCMPError`): the same router, the same step functions, in one
+//! element (`nfs/scion-br-fused.click`; `nfs/scion-br.click` is the step
+//! form). Same outputs, bytes and handlers.
+//!
 //! # Synopsis
 //! `SCIONRouter(CONFIG [, KEYWORDS])`
 //!
@@ -90,8 +97,11 @@
 //! Anything else (IPv6 underlay, the internal network, extension headers,
 //! peering, alerts, expiry, local delivery, one-hop paths, every error)
 //! takes the **general pipeline** of `core.rs` in the same batch: stage 1
-//! reads the frame in place and records the MAC input blocks and 16-bit
-//! writes its verdict needs (its blocks join the chunk's AES call); stage 2
+//! reads the frame in place, calling the step functions the step elements
+//! call (`path_hop`, `check_hop`, `hop_mac`, `route`, `check_egress`,
+//! `advance`) one after the other, and records the MAC input blocks and
+//! 16-bit writes its verdict needs (its blocks join the chunk's AES call);
+//! stage 2
 //! compares MACs in constant time, applies the writes and rebuilds the
 //! underlay, or builds the SCMP reply in a fresh buffer (quote of at most
 //! 1232 bytes). A fast-path frame whose MAC does not match is still
@@ -107,7 +117,12 @@
 //! instructions, a sixth of them register spills), the rewrite in pass 3
 //! (about 110) and AES (15-20). Pass 1 reads the fixed headers from a
 //! 114-byte prefix (the shortest frame on the route), so only the info and
-//! hop fields are read at checked offsets.
+//! hop fields are read at checked offsets. The step form of the same router
+//! costs about 2,740 instructions per transit packet and 3,590 per
+//! crossover (566 and 658 here; docs/performance.md, session 5): each step
+//! re-reads the header view and its annotations, records its verdict there
+//! and pushes its own batch, and none of them has the fast path. That is
+//! why this fused element stays.
 
 use super::core::{Dataplane, Verdict, DROP_NAMES, SCMP_CODES};
 use super::fastpath::FastPath;
@@ -141,9 +156,7 @@ pub(crate) struct SCIONRouter {
 fn make(ctx: &ConfigureCtx<'_>) -> Result<Box<dyn Element>, Vec<String>> {
     use linerate_args::Args;
     let mut a = Args::new(&ctx.args);
-    let config: Option<String> = a.read_mp("CONFIG");
-    let id: Option<String> = a.read::<String>("ID").filter(|s| !s.is_empty());
-    let now: String = a.read_or("NOW", "system".to_string());
+    let (topo, now) = read_config(&mut a)?;
     let imp: String = a.read_or("IMPL", "fast".to_string());
     a.complete().map_err(|e| e.0)?;
     let reference = match imp.as_str() {
@@ -151,6 +164,19 @@ fn make(ctx: &ConfigureCtx<'_>) -> Result<Box<dyn Element>, Vec<String>> {
         "reference" => true,
         _ => return Err(vec!["IMPL: expected fast or reference".into()]),
     };
+    SCIONRouter::new(&topo, now, reference)
+        .map(|e| Box::new(e) as Box<dyn Element>)
+        .map_err(|e| vec![e])
+}
+
+/// Reads `CONFIG`, `ID` and `NOW` (shared with `SCIONConfig`): the topology
+/// and the fixed clock, if any.
+pub(super) fn read_config(
+    a: &mut linerate_args::Args,
+) -> Result<(Topology, Option<u64>), Vec<String>> {
+    let config: Option<String> = a.read_mp("CONFIG");
+    let id: Option<String> = a.read::<String>("ID").filter(|s| !s.is_empty());
+    let now: String = a.read_or("NOW", "system".to_string());
     let now = match now.trim() {
         "system" => None,
         t => Some(
@@ -161,9 +187,37 @@ fn make(ctx: &ConfigureCtx<'_>) -> Result<Box<dyn Element>, Vec<String>> {
     };
     let dir = config.ok_or_else(|| vec!["CONFIG: missing".to_string()])?;
     let topo = Topology::load(Path::new(&dir), id.as_deref()).map_err(|e| vec![e])?;
-    SCIONRouter::new(&topo, now, reference)
-        .map(|e| Box::new(e) as Box<dyn Element>)
-        .map_err(|e| vec![e])
+    Ok((topo, now))
+}
+
+/// The handler list of a router's data plane (`SCIONRouter`, `SCIONConfig`).
+pub(super) fn handler_specs(dp: &Dataplane) -> &'static [HandlerSpec] {
+    let mut h = vec![
+        HandlerSpec::read_write("now"),
+        HandlerSpec::read("interfaces"),
+    ];
+    for n in DROP_NAMES {
+        h.push(HandlerSpec::counter(leak(format!("drops_{n}"))));
+    }
+    for c in SCMP_CODES {
+        h.push(HandlerSpec::counter(leak(format!("scmp_{c}"))));
+    }
+    h.push(HandlerSpec::counter("scmp_unreachable"));
+    h.push(HandlerSpec::counter("slow_path"));
+    let names: Vec<String> = dp
+        .ifaces
+        .iter()
+        .map(|f| format!("if{}", f.ifid))
+        .chain(std::iter::once("internal".to_string()))
+        .collect();
+    for n in &names {
+        for s in IF_HANDLERS {
+            h.push(HandlerSpec::counter(leak(format!("{n}_{s}"))));
+        }
+    }
+    // Handler names depend on the topology; the list lives as long as the
+    // process (one per configured router).
+    Box::leak(h.into_boxed_slice())
 }
 
 impl SCIONRouter {
@@ -173,37 +227,12 @@ impl SCIONRouter {
         reference: bool,
     ) -> Result<SCIONRouter, String> {
         let dp = Dataplane::new(topo, now.unwrap_or_else(system_now_ns))?;
-        let mut h = vec![
-            HandlerSpec::read_write("now"),
-            HandlerSpec::read("interfaces"),
-        ];
-        for n in DROP_NAMES {
-            h.push(HandlerSpec::counter(leak(format!("drops_{n}"))));
-        }
-        for c in SCMP_CODES {
-            h.push(HandlerSpec::counter(leak(format!("scmp_{c}"))));
-        }
-        h.push(HandlerSpec::counter("scmp_unreachable"));
-        h.push(HandlerSpec::counter("slow_path"));
-        let names: Vec<String> = dp
-            .ifaces
-            .iter()
-            .map(|f| format!("if{}", f.ifid))
-            .chain(std::iter::once("internal".to_string()))
-            .collect();
-        for n in &names {
-            for s in IF_HANDLERS {
-                h.push(HandlerSpec::counter(leak(format!("{n}_{s}"))));
-            }
-        }
         Ok(SCIONRouter {
             fast: FastPath::new(&dp),
+            handlers: handler_specs(&dp),
             dp,
             fixed_now: now.is_some(),
             reference,
-            // Handler names depend on the topology; the list lives as long
-            // as the process (one per configured router).
-            handlers: Box::leak(h.into_boxed_slice()),
         })
     }
 
@@ -292,88 +321,108 @@ impl Element for SCIONRouter {
     }
 
     fn read_handler(&self, name: &str) -> Option<String> {
-        let s = &self.dp.stats;
-        if name == "now" {
-            let n = self.dp.now_ns;
-            return Some(format!("{}.{:09}", n / 1_000_000_000, n % 1_000_000_000));
-        }
-        if name == "interfaces" {
-            let mut out = String::new();
-            for f in &self.dp.ifaces {
-                out.push_str(&format!(
-                    "{} {} {} {} {}{}\n",
-                    f.ifid,
-                    link_name(f.link_to),
-                    f.neighbor,
-                    super::core::ep_socket(&f.local),
-                    super::core::ep_socket(&f.remote),
-                    if f.ours { "" } else { " sibling" }
-                ));
-            }
-            return Some(out.trim_end().to_string());
-        }
-        if name == "slow_path" {
-            return Some(s.slow.to_string());
-        }
-        if name == "scmp_unreachable" {
-            return Some(s.scmp[9].to_string());
-        }
-        if let Some(r) = name.strip_prefix("drops_") {
-            let i = DROP_NAMES.iter().position(|n| *n == r)?;
-            return Some(s.drops[i].to_string());
-        }
-        if let Some(c) = name.strip_prefix("scmp_") {
-            let c: u8 = c.parse().ok()?;
-            let i = SCMP_CODES.iter().position(|x| *x == c)?;
-            return Some(s.scmp[i].to_string());
-        }
-        let (ifname, what) = IF_HANDLERS
-            .iter()
-            .find_map(|w| Some((name.strip_suffix(w)?.strip_suffix('_')?, *w)))?;
-        let idx = if ifname == "internal" {
-            self.dp.ifaces.len()
-        } else {
-            let id: u16 = ifname.strip_prefix("if")?.parse().ok()?;
-            self.dp.ifaces.iter().position(|f| f.ifid == id)?
-        };
-        let c = s.ifs[idx];
-        Some(
-            match what {
-                "in_packets" => c.in_pkts,
-                "in_bytes" => c.in_bytes,
-                "out_packets" => c.out_pkts,
-                _ => c.out_bytes,
-            }
-            .to_string(),
-        )
+        read_handler(&self.dp, name)
     }
 
     fn write_handler(&mut self, name: &str, value: &str) -> Option<Result<(), String>> {
-        if name != "now" {
-            return None;
-        }
-        let v = value.trim();
-        if v == "system" {
-            self.fixed_now = false;
-            self.dp.now_ns = system_now_ns();
-            return Some(Ok(()));
-        }
-        Some(crate::parse_value::<Timestamp>(v).map(|t| {
-            self.fixed_now = true;
-            self.dp.now_ns = t.nanos;
-        }))
+        write_handler(&mut self.dp, &mut self.fixed_now, name, value)
     }
 
     fn drops(&self) -> Vec<(&'static str, u64)> {
-        DROP_NAMES
-            .iter()
-            .zip(self.dp.stats.drops.iter())
-            .filter(|(_, n)| **n > 0)
-            .map(|(r, n)| (*r, *n))
-            .collect()
+        drops(&self.dp)
     }
 
     fn as_any(&self) -> &dyn Any {
         self
     }
+}
+
+/// Reads a data-plane handler (`SCIONRouter`, `SCIONConfig`).
+pub(super) fn read_handler(dp: &Dataplane, name: &str) -> Option<String> {
+    let s = &dp.stats;
+    if name == "now" {
+        let n = dp.now_ns;
+        return Some(format!("{}.{:09}", n / 1_000_000_000, n % 1_000_000_000));
+    }
+    if name == "interfaces" {
+        let mut out = String::new();
+        for f in &dp.ifaces {
+            out.push_str(&format!(
+                "{} {} {} {} {}{}\n",
+                f.ifid,
+                link_name(f.link_to),
+                f.neighbor,
+                super::core::ep_socket(&f.local),
+                super::core::ep_socket(&f.remote),
+                if f.ours { "" } else { " sibling" }
+            ));
+        }
+        return Some(out.trim_end().to_string());
+    }
+    if name == "slow_path" {
+        return Some(s.slow.to_string());
+    }
+    if name == "scmp_unreachable" {
+        return Some(s.scmp[9].to_string());
+    }
+    if let Some(r) = name.strip_prefix("drops_") {
+        let i = DROP_NAMES.iter().position(|n| *n == r)?;
+        return Some(s.drops[i].to_string());
+    }
+    if let Some(c) = name.strip_prefix("scmp_") {
+        let c: u8 = c.parse().ok()?;
+        let i = SCMP_CODES.iter().position(|x| *x == c)?;
+        return Some(s.scmp[i].to_string());
+    }
+    let (ifname, what) = IF_HANDLERS
+        .iter()
+        .find_map(|w| Some((name.strip_suffix(w)?.strip_suffix('_')?, *w)))?;
+    let idx = if ifname == "internal" {
+        dp.ifaces.len()
+    } else {
+        let id: u16 = ifname.strip_prefix("if")?.parse().ok()?;
+        dp.ifaces.iter().position(|f| f.ifid == id)?
+    };
+    let c = s.ifs[idx];
+    Some(
+        match what {
+            "in_packets" => c.in_pkts,
+            "in_bytes" => c.in_bytes,
+            "out_packets" => c.out_pkts,
+            _ => c.out_bytes,
+        }
+        .to_string(),
+    )
+}
+
+/// Writes the `now` handler: a timestamp fixes the clock, `system` frees it.
+pub(super) fn write_handler(
+    dp: &mut Dataplane,
+    fixed_now: &mut bool,
+    name: &str,
+    value: &str,
+) -> Option<Result<(), String>> {
+    if name != "now" {
+        return None;
+    }
+    let v = value.trim();
+    if v == "system" {
+        *fixed_now = false;
+        dp.now_ns = system_now_ns();
+        return Some(Ok(()));
+    }
+    Some(crate::parse_value::<Timestamp>(v).map(|t| {
+        *fixed_now = true;
+        dp.now_ns = t.nanos;
+    }))
+}
+
+/// The drop counters for the run summary.
+pub(super) fn drops(dp: &Dataplane) -> Vec<(&'static str, u64)> {
+    DROP_NAMES
+        .iter()
+        .zip(dp.stats.drops.iter())
+        .filter(|(_, n)| **n > 0)
+        .map(|(r, n)| (*r, *n))
+        .collect()
 }

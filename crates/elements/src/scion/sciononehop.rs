@@ -1,0 +1,78 @@
+//! SCION border-router one-hop paths (§11.2): outbound from a local host
+//! (FirstHop's MAC checked, SegID chained) or inbound from a neighbour
+//! (SecondHop filled in with our MAC and delivered), then the underlay
+//! rewrite.
+//!
+//! # Synopsis
+//! `SCIONOneHop(CONFIG)`
+//!
+//! # Ports
+//! One push input from `SCIONParse`'s one-hop output. Push outputs: 0,
+//! frames to send; 1, dropped (`drops_one_hop`, `drops_malformed`; bad
+//! annotations).
+//!
+//! # Arguments
+//! - `CONFIG` (element name, mandatory): the `SCIONConfig`.
+//!
+//! # Handlers
+//! None; `SCIONConfig` counts.
+//!
+//! # Example
+//! ```click
+//! br :: SCIONConfig(CONFIG topo);
+//! p :: SCIONParse(br); p[1] -> SCIONOneHop(br) -> ToDump(out.pcap, ENCAP ETHER);
+//! ```
+//!
+//! # Implementation
+//! Calls `core.rs`'s `Dataplane::onehop_check` and `Dataplane::dispatch`,
+//! as the fused `SCIONRouter` does (one MAC per packet, computed on the
+//! spot: one-hop paths carry beacons and are rare).
+
+use super::core::Verdict;
+use super::steps::{self, Outs, Ports, Shared, Step, NONE};
+use linerate_runtime::{Batch, ConfigureCtx, Element, ElementClass};
+
+/// The `SCIONOneHop` element class.
+pub const CLASS: ElementClass = steps::class(
+    "SCIONOneHop",
+    "1/1-2",
+    element_doc!("scion/sciononehop"),
+    make,
+);
+
+struct OneHop;
+
+fn make(ctx: &ConfigureCtx<'_>) -> Result<Box<dyn Element>, Vec<String>> {
+    steps::make(
+        ctx,
+        OneHop,
+        Ports {
+            scmp: NONE,
+            slow: NONE,
+            drop: 1,
+        },
+    )
+}
+
+impl Step for OneHop {
+    fn run(&mut self, sh: &mut Shared, batch: Batch, outs: &mut Outs) {
+        let dp = &mut sh.dp;
+        for mut p in batch {
+            let (Some(h), Some(ingress)) = (steps::header(&p), steps::ingress(&p, dp)) else {
+                outs.malformed(dp, p);
+                continue;
+            };
+            let v = dp.onehop_check(&h, ingress);
+            if !matches!(v, Verdict::Forward(_) | Verdict::Deliver(_)) {
+                outs.end(dp, p, v);
+                continue;
+            }
+            let Some((fr, delta)) = steps::apply(&mut p, dp) else {
+                outs.malformed(dp, p);
+                continue;
+            };
+            let (v, _) = dp.dispatch(&mut p, &fr, v, delta);
+            outs.sent(p, v);
+        }
+    }
+}

@@ -197,6 +197,34 @@ struct Flow {
     rev: Direction,
 }
 
+impl Flow {
+    /// A new flow keyed by microflow `m`'s key (its direction forward).
+    fn new(m: &Microflow, vlan: u16, id: u64) -> Flow {
+        Flow {
+            key: m.key,
+            vlan,
+            id,
+            ..Flow::default()
+        }
+    }
+}
+
+/// Microflows waiting for the watermark, in arrival order, and the
+/// earliest deadline among their flows.
+struct Waiting {
+    items: Vec<(Microflow, u64)>,
+    due: u64,
+}
+
+impl Waiting {
+    /// Queue microflow `m` (hash `h`) of flow `f`, due at `dl`.
+    fn push(&mut self, f: &mut Flow, dl: u64, m: &Microflow, h: u64) {
+        f.deferred += 1;
+        self.due = self.due.min(dl);
+        self.items.push((*m, h));
+    }
+}
+
 /// [`Config::gate`]'s verdict.
 enum Gate {
     Merge,
@@ -373,10 +401,8 @@ struct FlowAggregator {
     /// The upstream `MicroflowTable`'s watermark: every microflow whose first
     /// packet is before it has arrived (`None` without one).
     watermark: Option<u64>,
-    /// Microflows waiting for the watermark ([`Config::gate`]), in arrival
-    /// order, and the earliest deadline among their flows.
-    deferred: Vec<(Microflow, u64)>,
-    deferred_due: u64,
+    /// Microflows waiting for the watermark ([`Config::gate`]).
+    waiting: Waiting,
     /// Scratch space of `replay` (reused).
     replay_items: Vec<(Microflow, u64)>,
     replay_order: Vec<(u64, u32)>,
@@ -445,8 +471,10 @@ fn make(ctx: &ConfigureCtx<'_>) -> Result<Box<dyn Element>, Vec<String>> {
         flush_requested: false,
         flushing: false,
         watermark: None,
-        deferred: Vec::new(),
-        deferred_due: u64::MAX,
+        waiting: Waiting {
+            items: Vec::new(),
+            due: u64::MAX,
+        },
         replay_items: Vec::new(),
         replay_order: Vec::new(),
     }))
@@ -637,25 +665,12 @@ impl FlowAggregator {
                             emit(&mut self.stats, out, cfg.record(&fl, reason), reason);
                             found = None;
                         }
-                        Gate::Defer => {
-                            fl.deferred += 1;
-                            self.deferred_due = self.deferred_due.min(cfg.deadline(fl).0);
-                            self.deferred.push((*m, h));
-                            return;
-                        }
+                        Gate::Defer => return self.waiting.push(fl, cfg.deadline(fl).0, m, h),
                     }
                 }
                 let (s, rev, new) = match found {
                     Some((s, rev)) => (s, rev, false),
-                    None => {
-                        let fl = Flow {
-                            key: m.key,
-                            vlan,
-                            id,
-                            ..Flow::default()
-                        };
-                        (f.insert(h, fl), false, true)
-                    }
+                    None => (f.insert(h, Flow::new(m, vlan, id)), false, true),
                 };
                 let fl = &mut f.flows[s as usize];
                 let before = if new || !cfg.timeouts() {
@@ -701,25 +716,14 @@ impl FlowAggregator {
                                 emit(&mut self.stats, out, rec, reason);
                                 found = None;
                             }
-                            Gate::Defer => {
-                                fl.deferred += 1;
-                                self.deferred_due = self.deferred_due.min(cfg.deadline(fl).0);
-                                self.deferred.push((*m, h));
-                                return;
-                            }
+                            Gate::Defer => return self.waiting.push(fl, cfg.deadline(fl).0, m, h),
                         }
                     }
                 }
                 let (k, rev, new) = match found {
                     Some((k, rev)) => (k, rev, false),
                     None => {
-                        let fl = Flow {
-                            key: m.key,
-                            vlan,
-                            id,
-                            ..Flow::default()
-                        };
-                        r.flows.insert(fk, fl);
+                        r.flows.insert(fk, Flow::new(m, vlan, id));
                         (fk, false, true)
                     }
                 };
@@ -769,7 +773,7 @@ impl FlowAggregator {
     /// flows' deadlines (first: one of them may bridge its flow's gap), then
     /// expire the flows due at `now` (held back to the watermark).
     fn advance(&mut self, now: u64, out: &mut Batch) {
-        if !self.deferred.is_empty() && self.watermark.is_none_or(|w| w >= self.deferred_due) {
+        if !self.waiting.items.is_empty() && self.watermark.is_none_or(|w| w >= self.waiting.due) {
             self.replay(self.watermark, out);
         }
         self.expire(self.bounded(now), out);
@@ -784,16 +788,18 @@ impl FlowAggregator {
     fn replay(&mut self, w: Option<u64>, out: &mut Batch) {
         let w = w.unwrap_or(u64::MAX);
         let cfg = self.cfg;
-        let mut items =
-            std::mem::replace(&mut self.deferred, std::mem::take(&mut self.replay_items));
+        let mut items = std::mem::replace(
+            &mut self.waiting.items,
+            std::mem::take(&mut self.replay_items),
+        );
         let mut order = std::mem::take(&mut self.replay_order);
-        self.deferred_due = u64::MAX;
+        self.waiting.due = u64::MAX;
         for (i, (m, h)) in items.iter().enumerate() {
             match self.flow_of(m, *h) {
                 Some(fl) if cfg.deadline(fl).0 > w => {
                     let dl = cfg.deadline(fl).0;
-                    self.deferred_due = self.deferred_due.min(dl);
-                    self.deferred.push((*m, *h));
+                    self.waiting.due = self.waiting.due.min(dl);
+                    self.waiting.items.push((*m, *h));
                 }
                 Some(fl) => {
                     fl.deferred = 0;
@@ -841,7 +847,7 @@ impl FlowAggregator {
     /// Export up to `max` flows (forced end) in creation order; true when
     /// the table is empty.
     fn flush_some(&mut self, max: usize, out: &mut Batch) -> bool {
-        if !self.flushing && !self.deferred.is_empty() {
+        if !self.flushing && !self.waiting.items.is_empty() {
             self.replay(Some(u64::MAX), out);
         }
         let cfg = self.cfg;

@@ -845,6 +845,26 @@ fn records_do_not_depend_on_the_fast_path() {
     }
 }
 
+#[test]
+fn live_flows_time_out_while_traffic_has_stopped() {
+    // Arrival-time stamps: the fast path's timer sweeps with the system
+    // clock, its watermark advances without packets, and the aggregator
+    // (wall time) ends the idle flow before the run does.
+    let r = run(
+        "RatedSource(LENGTH 60, RATE 1000, LIMIT 300, STOP false)
+           -> UDPIPEncap(10.0.0.1, 1234, 10.0.0.2, 80) -> EtherEncap(0x0800, 1:1:1:1:1:1, 2:2:2:2:2:2)
+           -> SetTimestamp -> L4Parser -> mt :: MicroflowTable(IDLE 0.1, ACTIVE 0.1)
+           -> fa :: FlowAggregator(IDLE 0.5, ACTIVE 0) -> Grab(live);
+         DriverManager(wait 3s, stop);",
+    );
+    let recs = grabbed("live");
+    assert_eq!(recs.len(), 1, "{recs:?}");
+    assert_eq!(recs[0].fwd.packets, 300);
+    assert_eq!(recs[0].end_reason, end_reason::IDLE_TIMEOUT);
+    let microflows: u64 = read(&r, "mt.microflows").parse().unwrap();
+    assert!(microflows >= 2, "active-timeout microflows: {microflows}");
+}
+
 // ---------------------------------------------------------------- real trace
 
 fn lan_trace() -> Option<PathBuf> {

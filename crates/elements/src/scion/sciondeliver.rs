@@ -59,7 +59,7 @@ fn make(ctx: &ConfigureCtx<'_>) -> Result<Box<dyn Element>, Vec<String>> {
 impl Step for Deliver {
     fn run(&mut self, sh: &mut Shared, batch: Batch, outs: &mut Outs) {
         let dp = &mut sh.dp;
-        for mut p in batch {
+        for p in batch {
             let Some(h) = steps::header(&p) else {
                 outs.malformed(dp, p);
                 continue;
@@ -69,12 +69,7 @@ impl Step for Deliver {
                 outs.end(dp, p, v);
                 continue;
             }
-            let Some((fr, delta)) = steps::apply(&mut p, dp) else {
-                outs.malformed(dp, p);
-                continue;
-            };
-            let (v, _) = dp.dispatch(&mut p, &fr, v, delta);
-            outs.sent(p, v);
+            outs.dispatch(dp, p, v);
         }
     }
 }

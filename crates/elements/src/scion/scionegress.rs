@@ -62,17 +62,12 @@ fn make(ctx: &ConfigureCtx<'_>) -> Result<Box<dyn Element>, Vec<String>> {
 impl Step for Egress {
     fn run(&mut self, sh: &mut Shared, batch: Batch, outs: &mut Outs) {
         let dp = &mut sh.dp;
-        for mut p in batch {
+        for p in batch {
             let Some(eg) = steps::egress(&p, dp) else {
                 outs.malformed(dp, p);
                 continue;
             };
-            let Some((fr, delta)) = steps::apply(&mut p, dp) else {
-                outs.malformed(dp, p);
-                continue;
-            };
-            let (v, _) = dp.dispatch(&mut p, &fr, Verdict::Forward(eg), delta);
-            outs.sent(p, v);
+            outs.dispatch(dp, p, Verdict::Forward(eg));
         }
     }
 }

@@ -180,6 +180,20 @@ impl Outs {
     pub fn malformed(&mut self, dp: &mut Dataplane, p: Packet) {
         self.end(dp, p, Verdict::Drop(core::Drop::Malformed));
     }
+    /// The last step of a forwarded or delivered packet: applies its
+    /// pending path edits, rewrites the underlay for verdict `v`
+    /// (`Dataplane::dispatch`) and sends it, or drops it as malformed if
+    /// its annotations no longer describe the frame.
+    #[inline]
+    pub fn dispatch(&mut self, dp: &mut Dataplane, mut p: Packet, v: Verdict) {
+        match apply(&mut p, dp) {
+            Some((fr, delta)) => {
+                let (v, _) = dp.dispatch(&mut p, &fr, v, delta);
+                self.sent(p, v);
+            }
+            None => self.malformed(dp, p),
+        }
+    }
 }
 
 /// A step element: the name of its configuration and the step.

@@ -196,7 +196,7 @@ mod tests {
         }
         let _ = ipv6::Repr::parse(&ipv6::Packet::new_unchecked(data));
         let _ = ipv6ext::walk(first, data);
-        let _ = l4::parse(data);
+        let _ = (l4::parse(data), l4::locate(data));
         let _ = gre::Repr::parse(&gre::Packet::new_unchecked(data));
         let _ = gtpu::Repr::parse(&gtpu::Packet::new_unchecked(data));
         let _ = vxlan::Repr::parse(&vxlan::Packet::new_unchecked(data));

@@ -120,7 +120,7 @@
 use super::record::{end_reason, Direction};
 use crate::hint::prefetch;
 use linerate_runtime::anno::offsets;
-use linerate_runtime::flow::FlowKey;
+use linerate_runtime::flow::{key_words, FlowKey, KeyRead, KeyRules};
 use linerate_runtime::{Batch, ConfigureCtx, Ctx, Element, ElementClass, HandlerSpec, Packet};
 use std::any::Any;
 
@@ -279,68 +279,31 @@ pub(crate) fn parse(p: &Packet) -> Option<Pkt> {
 /// (the [`FlowKey`] fields in order, then the VLAN id), little-endian.
 type Words = [u64; 5];
 
-#[inline(always)]
-fn le64(b: &[u8; 8]) -> u64 {
-    u64::from_le_bytes(*b)
-}
-
 /// [`parse`] for the fast path: the key straight from the headers as
-/// [`Words`] (no [`FlowKey`] built or copied) and the features; `None` for
-/// exactly the packets `parse` rejects.
+/// [`Words`] by `linerate_runtime::flow::key_words` (shared with
+/// `CuckooHash` and `FlowCache`; no [`FlowKey`] built or copied) with the
+/// VLAN id, no key for non-first IPv4 fragments or for ports the transport
+/// header is too short for; then the features. `None` for exactly the
+/// packets `parse` rejects.
 #[inline(always)]
 fn parse_words(p: &Packet) -> Option<(Words, Feat)> {
-    let ip = p.network_header()?;
-    let anno_proto = p.anno().u8(offsets::L4_PROTO);
-    let (mut w, proto, len, tos, ttl) = match *ip.first()? >> 4 {
-        4 if ip.len() >= 20 => {
-            if u16::from_be_bytes([ip[6], ip[7]]) & 0x1fff != 0 {
-                return None; // non-first fragment
-            }
-            let a = |o: usize| u32::from_le_bytes([ip[o], ip[o + 1], ip[o + 2], ip[o + 3]]);
-            // IPv4-mapped: bytes 10 and 11 are 0xff, 12..16 the address.
-            let mapped = |x: u32| 0xffff_0000 | (x as u64) << 32;
-            let proto = if anno_proto != 0 { anno_proto } else { ip[9] };
-            let w = [0, mapped(a(12)), 0, mapped(a(16)), 4 << 40];
-            (w, proto, u16::from_be_bytes([ip[2], ip[3]]), ip[1], ip[8])
-        }
-        6 if ip.len() >= 40 => {
-            let h: &[u8; 40] = ip[..40].try_into().ok()?;
-            let word = |o: usize| le64(h[o..o + 8].try_into().unwrap_or(&[0; 8]));
-            let proto = if anno_proto != 0 { anno_proto } else { h[6] };
-            let w = [word(8), word(16), word(24), word(32), 6 << 40];
-            let plen = u16::from_be_bytes([h[4], h[5]]);
-            let tos = (h[0] << 4) | (h[1] >> 4);
-            (w, proto, plen.saturating_add(40), tos, h[7])
-        }
-        _ => return None,
+    const RULES: KeyRules = KeyRules {
+        vlan: true,
+        skip_later_fragments: true,
+        need_ports: true,
     };
-    let l4 = p.transport_header().unwrap_or(&[]);
-    let (mut sport, mut dport) = (0u16, 0u16);
-    match proto {
-        6 | 17 | 132 | 136 if l4.len() >= 4 => {
-            sport = u16::from_be_bytes([l4[0], l4[1]]);
-            dport = u16::from_be_bytes([l4[2], l4[3]]);
-        }
-        1 | 58 if l4.len() >= 8 => {
-            dport = u16::from_be_bytes([l4[0], l4[1]]);
-            if matches!((proto, l4[0]), (1, 0 | 8) | (58, 128 | 129)) {
-                sport = u16::from_be_bytes([l4[4], l4[5]]);
-            }
-        }
-        6 | 17 | 132 | 136 | 1 | 58 => return None, // too short for the key
-        _ if l4.len() >= 4 => {
-            sport = u16::from_be_bytes([l4[0], l4[1]]);
-            dport = u16::from_be_bytes([l4[2], l4[3]]);
-        }
-        _ => {}
-    }
-    let flags = if proto == 6 && l4.len() >= 14 {
+    let KeyRead {
+        words,
+        ip_len: len,
+        tos,
+        ttl,
+        l4,
+    } = key_words(p, RULES)?;
+    let flags = if (words[4] >> 32) as u8 == 6 && l4.len() >= 14 {
         l4[13]
     } else {
         0
     };
-    let vlan = p.anno().u16(offsets::VLAN_TCI) & 0x0fff;
-    w[4] |= sport as u64 | (dport as u64) << 16 | (proto as u64) << 32 | (vlan as u64) << 48;
     let f = Feat {
         ts: p.timestamp_ns(),
         len,
@@ -348,7 +311,7 @@ fn parse_words(p: &Packet) -> Option<(Words, Feat)> {
         ttl,
         flags,
     };
-    Some((w, f))
+    Some((words, f))
 }
 
 /// [`hash_key`] of a key in [`Words`] form (the same value).

@@ -18,15 +18,16 @@
 //! The element finds the IP header from the network header annotation
 //! when it is set (and the transport header from its annotation and
 //! `L4_PROTO`, as `L4Parser`, `CheckIPHeader` or `MarkIPHeader` leave
-//! them); otherwise it parses the Ethernet frame with
-//! `linerate_wire::l4::parse`. It covers the IPv4 header checksum, and the
-//! TCP checksum (the whole segment: IP payload from the transport header)
-//! or the UDP checksum (the UDP length's bytes, which must fit in the IP
-//! payload) with the IPv4 or IPv6 pseudo-header. A UDP checksum of 0 over
-//! IPv4 means "none" and verifies; `set` stores 0xffff for a computed 0
-//! (RFC 768). Fragments (IPv4 MF or offset, an IPv6 Fragment header) and
-//! other protocols get only the IPv4 header checksum. In `set` mode shared
-//! packet data is copied first (`Packet::data_mut`).
+//! them); otherwise it locates the headers of the Ethernet frame with
+//! `linerate_wire::l4::locate` (`L4Parser`'s rules). It covers the IPv4
+//! header checksum, and the TCP checksum (the whole segment: IP payload
+//! from the transport header) or the UDP checksum (the UDP length's bytes,
+//! which must fit in the IP payload) with the IPv4 or IPv6 pseudo-header.
+//! A UDP checksum of 0 over IPv4 means "none" and verifies; `set` stores
+//! 0xffff for a computed 0 (RFC 768). Fragments (IPv4 MF or offset, an
+//! IPv6 Fragment header) and other protocols get only the IPv4 header
+//! checksum. In `set` mode shared packet data is copied first
+//! (`Packet::data_mut`).
 //!
 //! Rejected packets are counted by reason: `unparsed` (no usable network
 //! header and the frame does not parse), `bad_length` (IP, TCP or UDP
@@ -63,10 +64,14 @@
 //! 64 bytes). One fold and one byte swap at the end (RFC 1071's byte-order
 //! independence). The pseudo-header is summed from the address bytes in
 //! the same way, the 20-byte IPv4 header inline as five words. Without a
-//! network header annotation, the common frames (Ethernet with up to two
-//! VLAN tags, IPv4 with a 20-byte header or IPv6 with TCP or UDP directly)
-//! are located inline, without the full parser's flow hash; others go to
-//! `linerate_wire::l4::parse`. One loop per batch, bad packets marked in a
+//! network header annotation, the headers are found by
+//! `linerate_wire::l4::locate` (inlined): `L4Parser`'s header walk without
+//! its flow hash and port reads, which the checksums do not use; its IP
+//! end, protocol and fragment flag are used as they are (the annotated
+//! path reads them from the IP header). Session 5 replaced an inline walk
+//! of the common frames (IPv4 with a 20-byte header, IPv6 without
+//! extension headers) that sat beside a fallback to the full parser by
+//! this one call. One loop per batch, bad packets marked in a
 //! stack bitmap, nothing allocated. `IMPL reference` uses `linerate_wire`'s
 //! `verify_checksum` and `fill_checksum` of the IPv4, TCP and UDP views.
 //!
@@ -74,9 +79,11 @@
 //! instructions per packet over the replay-only base, `verify` / `set`):
 //! at 1500 bytes 1,214 / 1,241 with the portable loop, 695 / 723 with
 //! AVX2; at 64 bytes 362 / 389 before, 347 / 376 with the short-input and
-//! locating changes. The rest of the 64-byte cost is locating the headers,
-//! the pseudo-header and the batch split. `set` mode also copies shared
-//! (zero-copy) packets before writing.
+//! locating changes. Session 5 (`l4::locate` instead of the inline walk
+//! and the fallback to `parse`, same sitting): 349 / 379 → 314 / 342 at
+//! 64 bytes, 697 / 725 → 667 / 696 at 1500. The rest of the 64-byte cost
+//! is locating the headers, the pseudo-header and the batch split. `set`
+//! mode also copies shared (zero-copy) packets before writing.
 
 use crate::ip::util::partition;
 use linerate_runtime::anno::offsets;
@@ -144,55 +151,62 @@ fn be16(d: &[u8], at: usize) -> u16 {
 }
 
 /// Finds the headers (shared by both implementations: the work is in the
-/// sums). Errors are reasons.
+/// sums): from the annotations when the network header is set, else with
+/// `linerate_wire::l4::locate`. Errors are reasons.
 #[inline(always)]
 fn locate(p: &Packet) -> Result<Loc, u8> {
     let d = p.data();
-    let (nh, th, proto) = match p.network_header_offset() {
+    // Network header, IP version 4, IP end, protocol, transport header
+    // (not before the end of the IP header), and whether it is a fragment.
+    let (nh, v4, ip_end, proto, th, fragment) = match p.network_header_offset() {
         Some(o) if o >= 0 && (o as usize) < d.len() => {
             let nh = o as usize;
             let th = p
                 .transport_header_offset()
                 .and_then(|t| usize::try_from(t).ok());
-            let anno = p.anno().u8(offsets::L4_PROTO);
-            (nh, th, anno)
+            let proto = p.anno().u8(offsets::L4_PROTO);
+            let ip = &d[nh..];
+            let (v4, ip_end, hl, proto) = match ip[0] >> 4 {
+                4 if ip.len() >= 20 => {
+                    let hl = usize::from(ip[0] & 15) * 4;
+                    let total = usize::from(be16(ip, 2));
+                    if hl < 20 || total < hl || total > ip.len() {
+                        return Err(BAD_LENGTH);
+                    }
+                    (true, nh + total, hl, if proto != 0 { proto } else { ip[9] })
+                }
+                6 if ip.len() >= 40 => {
+                    let end = 40 + usize::from(be16(ip, 4));
+                    if end > ip.len() {
+                        return Err(BAD_LENGTH);
+                    }
+                    (false, nh + end, 40, if proto != 0 { proto } else { ip[6] })
+                }
+                _ => return Err(UNPARSED),
+            };
+            let fragment = if v4 {
+                be16(ip, 6) & 0x3fff != 0
+            } else {
+                th.is_some_and(|t| t != nh + 40) && v6_fragment(ip, ip_end - nh)
+            };
+            let th = th.filter(|&t| t >= nh + hl);
+            (nh, v4, ip_end, proto, th, fragment)
         }
-        _ => match parse_common(d) {
-            Some(found) => found,
-            None => {
-                let r = linerate_wire::l4::parse(d).map_err(|_| UNPARSED)?;
-                let th = (r.transport != linerate_wire::l4::NO_TRANSPORT)
-                    .then_some(usize::from(r.transport));
-                (usize::from(r.network), th, r.proto)
-            }
-        },
-    };
-    let ip = &d[nh..];
-    let (v4, ip_end, hl, proto) = match ip[0] >> 4 {
-        4 if ip.len() >= 20 => {
-            let hl = usize::from(ip[0] & 15) * 4;
-            let total = usize::from(be16(ip, 2));
-            if hl < 20 || total < hl || total > ip.len() {
-                return Err(BAD_LENGTH);
-            }
-            (true, nh + total, hl, if proto != 0 { proto } else { ip[9] })
+        _ => {
+            let l = linerate_wire::l4::locate(d).map_err(|_| UNPARSED)?;
+            let fragment = l.fragment != linerate_wire::l4::Fragment::Whole;
+            (
+                l.network,
+                l.version == 4,
+                l.end,
+                l.proto,
+                l.transport,
+                fragment,
+            )
         }
-        6 if ip.len() >= 40 => {
-            let end = 40 + usize::from(be16(ip, 4));
-            if end > ip.len() {
-                return Err(BAD_LENGTH);
-            }
-            (false, nh + end, 40, if proto != 0 { proto } else { ip[6] })
-        }
-        _ => return Err(UNPARSED),
-    };
-    let fragment = if v4 {
-        be16(ip, 6) & 0x3fff != 0
-    } else {
-        th.is_some_and(|t| t != nh + 40) && v6_fragment(ip, ip_end - nh)
     };
     let l4 = match th {
-        Some(t) if !fragment && (proto == 6 || proto == 17) && t >= nh + hl => {
+        Some(t) if !fragment && (proto == 6 || proto == 17) => {
             let min = if proto == 6 { 20 } else { 8 };
             if t + min > ip_end {
                 return Err(BAD_LENGTH);
@@ -213,56 +227,8 @@ fn locate(p: &Packet) -> Result<Loc, u8> {
     Ok(Loc { nh, v4, l4 })
 }
 
-/// `linerate_wire::l4::parse`'s network header, transport header and
-/// protocol for the common frames only: Ethernet with up to two VLAN tags,
-/// then IPv4 with a 20-byte header or IPv6 without extension headers,
-/// lengths within the frame. `None` for anything else (the caller then runs
-/// the full parser, whose answer is the same where both answer). Skips the
-/// full parser's flow hash and port reads, which the checksums do not use.
-#[inline(always)]
-fn parse_common(d: &[u8]) -> Option<(usize, Option<usize>, u8)> {
-    let vlan = |et: u16| et == 0x8100 || et == 0x88a8;
-    let mut off = 14;
-    let mut et = be16(d.get(..14)?, 12);
-    while vlan(et) && off < 22 {
-        et = be16(d.get(..off + 4)?, off + 2);
-        off += 4;
-    }
-    let ip = &d[off..];
-    // The transport header's minimum length, by protocol (the full
-    // parser's table for the two protocols whose checksums are covered).
-    let min = |proto: u8| match proto {
-        6 => 20,
-        17 => 8,
-        _ => 0,
-    };
-    match et {
-        0x0800 if ip.len() >= 20 && ip[0] == 0x45 => {
-            let total = usize::from(be16(ip, 2));
-            if !(20..=ip.len()).contains(&total) {
-                return None;
-            }
-            let proto = ip[9];
-            let first = be16(ip, 6) & 0x1fff == 0;
-            let m = min(proto);
-            let th = (first && m != 0 && 20 + m <= total).then_some(off + 20);
-            // Other protocols: the transport offset is not used.
-            Some((off, th, proto))
-        }
-        0x86dd if ip.len() >= 40 && ip[0] >> 4 == 6 => {
-            let end = 40 + usize::from(be16(ip, 4));
-            let proto = ip[6];
-            let m = min(proto);
-            if end > ip.len() || m == 0 {
-                return None;
-            }
-            Some((off, (40 + m <= end).then_some(off + 40), proto))
-        }
-        _ => None,
-    }
-}
-
-/// Whether an IPv6 packet `ip` (`len` bytes of it) has a Fragment header.
+/// Whether an IPv6 packet `ip` (`len` bytes of it) has a Fragment header
+/// (annotated packets with extension headers only).
 #[cold]
 fn v6_fragment(ip: &[u8], len: usize) -> bool {
     !matches!(

@@ -4,8 +4,8 @@
 //! ([`IdAlloc`]).
 
 use crate::hint::prefetch;
-use linerate_runtime::anno::{anno_by_name, offsets, AnnoInfo};
-use linerate_runtime::flow::{map_v4, FlowKey};
+use linerate_runtime::anno::{anno_by_name, AnnoInfo};
+use linerate_runtime::flow::{key_words, map_v4, FlowKey, KeyRules};
 use linerate_runtime::Packet;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -57,55 +57,11 @@ pub(crate) fn flow_key(f: &FlowKey) -> Key {
 }
 
 /// `flow_key(&FlowKey::from_packet(p)?)` without the 38-byte `FlowKey`
-/// in between: the addresses go straight into key words (IPv4 as the
-/// words of `::ffff:a.b.c.d`), then protocol, version and ports.
+/// in between: the 5-tuple read straight into key words by
+/// [`key_words`] (shared with `MicroflowTable`), with `FlowKey`'s rules.
 #[inline(always)]
 pub(crate) fn packet_flow_key(p: &Packet) -> Option<Key> {
-    let ip = p.network_header()?;
-    let le4 = |o: usize| {
-        let mut x = [0u8; 4];
-        x.copy_from_slice(&ip[o..o + 4]);
-        u64::from(u32::from_le_bytes(x))
-    };
-    let le8 = |o: usize| {
-        let mut x = [0u8; 8];
-        x.copy_from_slice(&ip[o..o + 8]);
-        u64::from_le_bytes(x)
-    };
-    let (mut k, proto) = match ip.first()? >> 4 {
-        4 if ip.len() >= 20 => (
-            [
-                0,
-                0xffff_0000 | le4(12) << 32,
-                0,
-                0xffff_0000 | le4(16) << 32,
-                4 << 40,
-            ],
-            ip[9],
-        ),
-        6 if ip.len() >= 40 => ([le8(8), le8(16), le8(24), le8(32), 6 << 40], ip[6]),
-        _ => return None,
-    };
-    let proto = match p.anno().u8(offsets::L4_PROTO) {
-        0 => proto,
-        a => a,
-    };
-    k[4] |= u64::from(proto) << 32;
-    if let Some(l4) = p.transport_header() {
-        let be = |o: usize| u64::from(u16::from_be_bytes([l4[o], l4[o + 1]]));
-        match proto {
-            1 | 58 if l4.len() >= 8 => {
-                k[4] |= be(0) << 16;
-                // Echo request/reply (v4 8/0, v6 128/129) carry an identifier.
-                if matches!((proto, l4[0]), (1, 0 | 8) | (58, 128 | 129)) {
-                    k[4] |= be(4);
-                }
-            }
-            _ if l4.len() >= 4 => k[4] |= be(0) | be(2) << 16,
-            _ => {}
-        }
-    }
-    Some(k)
+    key_words(p, KeyRules::FLOW_KEY).map(|r| r.words)
 }
 
 /// The 64-bit hash of a key: a multilinear sum over the five words (the
@@ -721,6 +677,7 @@ pub(crate) fn table_lines(text: &str) -> impl Iterator<Item = (usize, &str)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use linerate_runtime::anno::offsets;
     use proptest::prelude::*;
     use std::collections::HashMap;
 

@@ -408,25 +408,40 @@ impl Shared {
         let base = reader.data_base().as_ptr() as usize;
         let mut err = None;
         let mut end = false;
-        for _ in 0..WALK {
-            let Some(rec) = usable(reader.next_record(), &mut err) else {
-                end = true;
-                break;
-            };
-            let kind = rec.link_type.kind();
+        // Hash one record and queue it for its owner.
+        let mut share = |kind: LinkKind, data: &[u8], ts: u64, orig_len: u32| {
             // (An IP header past 64 KiB, behind thousands of VLAN tags in
             // a crafted file, is treated as no IP header.)
-            let ip = ip_offset(kind, rec.data).filter(|&o| o < NO_IP as usize);
-            let hash = flow_hash(rec.data, ip);
+            let ip = ip_offset(kind, data).filter(|&o| o < NO_IP as usize);
+            let hash = flow_hash(data, ip);
             shares[owner(hash, n)].push(Desc {
-                off: rec.data.as_ptr() as usize - base,
-                len: rec.data.len() as u32,
-                extra: rec.orig_len.saturating_sub(rec.data.len() as u32),
-                ts: rec.ts_ns,
+                off: data.as_ptr() as usize - base,
+                len: data.len() as u32,
+                extra: orig_len.saturating_sub(data.len() as u32),
+                ts,
                 hash,
                 ip: ip.map_or(NO_IP, |o| o as u16),
                 raw: matches!(kind, LinkKind::RawIp | LinkKind::Ipv4 | LinkKind::Ipv6),
             });
+        };
+        // Classic pcap's usual records in runs (one link type), anything
+        // else one record at a time.
+        let kind = reader.link_type().kind();
+        let mut left = WALK;
+        while left > 0 {
+            left -= reader.read_fast(left, |data, ts, orig_len| {
+                share(kind, data, ts, orig_len);
+                true
+            });
+            if left == 0 {
+                break;
+            }
+            let Some(rec) = usable(reader.next_record(), &mut err) else {
+                end = true;
+                break;
+            };
+            share(rec.link_type.kind(), rec.data, rec.ts_ns, rec.orig_len);
+            left -= 1;
         }
         for (r, s) in shares.iter_mut().enumerate() {
             if !s.is_empty() {

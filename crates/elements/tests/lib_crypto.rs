@@ -546,6 +546,33 @@ proptest! {
         prop_assert_eq!(fast, reference);
     }
 
+    /// AESCMAC's one-block path (`LENGTH 16` with a `MAC_OFFSET`): compute
+    /// (or verify random bytes), verify the same layout, then verify another
+    /// `MACLEN` (passing when it is not longer); MACs within 16 bytes of the
+    /// packet's end take the byte-wise write and compare.
+    #[test]
+    fn aescmac_one_block_fast_equals_reference(
+        pkts in packets(),
+        key in prop::collection::vec(any::<u8>(), 32),
+        long in any::<bool>(),
+        off in 0usize..40,
+        at in 0usize..80,
+        maclen in 1usize..17,
+        maclen2 in 1usize..17,
+        verify_first in any::<bool>(),
+    ) {
+        let k: String = key[..if long { 32 } else { 16 }].iter().map(|b| format!("{b:02x}")).collect();
+        let mode = if verify_first { "verify" } else { "compute" };
+        let base = format!("AESCMAC(KEY {k}, OFFSET {off}, LENGTH 16, MAC_OFFSET {at}");
+        let a = format!("{base}, MODE {mode}, MACLEN {maclen}");
+        let c = format!("{base}, MODE verify, MACLEN {maclen}");
+        let v = format!("{base}, MODE verify, MACLEN {maclen2}");
+        let hs = ["count", "failures", "drops"];
+        let fast = chain(&pkts, &a, &c, &v, "fast", &hs);
+        let reference = chain(&pkts, &a, &c, &v, "reference", &hs);
+        prop_assert_eq!(fast, reference);
+    }
+
     #[test]
     fn aesctr_fast_equals_reference(
         pkts in big_packets(),

@@ -372,8 +372,8 @@ proptest! {
             let bx = slow.split(now, &mut b, how);
             prop_assert_eq!(a.iter().map(tag_of).collect::<Vec<_>>(), b.iter().map(tag_of).collect::<Vec<_>>());
             prop_assert_eq!(ax.iter().map(tag_of).collect::<Vec<_>>(), bx.iter().map(tag_of).collect::<Vec<_>>());
-            prop_assert_eq!(&fast.counts.passed, &slow.counts.passed);
-            prop_assert_eq!(&fast.counts.dropped, &slow.counts.dropped);
+            prop_assert_eq!(&fast.counts().passed, &slow.counts.passed);
+            prop_assert_eq!(&fast.counts().dropped, &slow.counts.dropped);
         }
     }
 }

@@ -2,8 +2,8 @@
 //! a packet region, computed (written in place or appended) or verified.
 //! Each class file documents it and supplies a [`MacAlgo`].
 
-use super::primitives::parse_hex;
-use linerate_runtime::{Batch, ConfigureCtx, Ctx, Element, HandlerSpec};
+use super::primitives::{parse_hex, Cmac128};
+use linerate_runtime::{Batch, ConfigureCtx, Ctx, Element, HandlerSpec, Packet};
 use std::any::Any;
 
 /// A MAC algorithm: the optimised batch form and the reference form.
@@ -20,6 +20,12 @@ pub(crate) trait MacAlgo: Sized + Send + 'static {
     fn mac_batch(&mut self, msgs: &[&[u8]], out: &mut [[u8; 32]]);
     /// The MAC of one message, straightforwardly.
     fn mac_ref(r: &Self::Ref, msg: &[u8]) -> [u8; 32];
+    /// The CMAC whose MAC of a 16-byte message `M` is `AES(M ^ K1)`, one
+    /// cipher call without chaining, for the element's one-block path; the
+    /// algorithms that are not CMAC have none.
+    fn block_mac(&self) -> Option<&Cmac128> {
+        None
+    }
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -30,6 +36,22 @@ enum Mode {
 
 /// Packets MACed together per pass.
 const CHUNK: usize = 32;
+
+/// Blocks of the one-block path encrypted per cipher call.
+const BLOCKS: usize = 64;
+
+/// The one-block path's fixed layout: a 16-byte region at `offset` and a
+/// MAC of at most 16 bytes at `at`, both inside every packet of at least
+/// `need` bytes.
+#[derive(Clone, Copy)]
+struct OneBlock {
+    offset: usize,
+    at: usize,
+    need: usize,
+    maclen: usize,
+    /// The MAC's first `maclen` bytes of a 16-byte word.
+    mask: u128,
+}
 
 pub(crate) struct MacElement<A: MacAlgo> {
     fast: A,
@@ -46,6 +68,9 @@ pub(crate) struct MacElement<A: MacAlgo> {
     failures: u64,
     drops: u64,
     bad: Vec<bool>,
+    /// Set when the region is one block and the MAC lies at a fixed offset
+    /// (`LENGTH 16`, `MAC_OFFSET`) and the algorithm is CMAC.
+    one_block: Option<OneBlock>,
 }
 
 /// Where a packet's region and MAC lie: region start, region length, MAC offset.
@@ -105,6 +130,26 @@ pub(crate) fn make<A: MacAlgo>(ctx: &ConfigureCtx<'_>) -> Result<Box<dyn Element
     if !errs.is_empty() {
         return Err(errs);
     }
+    let one_block = match (length, mac_offset) {
+        (Some(16), Some(at))
+            if !use_ref
+                && maclen <= 16
+                && fast.block_mac().is_some()
+                && offset.checked_add(16).is_some()
+                && at.checked_add(16).is_some() =>
+        {
+            let mut m = [0u8; 16];
+            m[..maclen].fill(0xff);
+            Some(OneBlock {
+                offset,
+                at,
+                need: (offset + 16).max(at + maclen),
+                maclen,
+                mask: u128::from_ne_bytes(m),
+            })
+        }
+        _ => None,
+    };
     Ok(Box::new(MacElement::<A> {
         fast,
         reference,
@@ -120,6 +165,7 @@ pub(crate) fn make<A: MacAlgo>(ctx: &ConfigureCtx<'_>) -> Result<Box<dyn Element
         failures: 0,
         drops: 0,
         bad: Vec::new(),
+        one_block,
     }))
 }
 
@@ -186,8 +232,37 @@ impl<A: MacAlgo> MacElement<A> {
         let mut bad = std::mem::take(&mut self.bad);
         bad.clear();
         bad.resize(n, false);
-        let mut any_bad = false;
         let pk = batch.as_mut_slice();
+        let any_bad = match (self.one_block, self.fast.block_mac()) {
+            (Some(ob), Some(cmac)) => {
+                let verify = self.mode == Mode::Verify;
+                let (short, failed) = one_block(cmac, ob, verify, pk, &mut bad);
+                self.count += (n - short) as u64;
+                self.drops += short as u64;
+                self.failures += failed as u64;
+                short + failed > 0
+            }
+            _ => self.regions(pk, &mut bad),
+        };
+        if any_bad {
+            let mut i = 0;
+            let out = batch.split_off_if(|_| {
+                i += 1;
+                bad[i - 1]
+            });
+            if self.has_out1 {
+                ctx.push(1, out);
+            }
+        }
+        self.bad = bad;
+        batch
+    }
+
+    /// MACs each packet's region in groups of [`CHUNK`] (any layout);
+    /// marks short packets and failed verifications in `bad`, true if any.
+    fn regions(&mut self, pk: &mut [Packet], bad: &mut [bool]) -> bool {
+        let n = pk.len();
+        let mut any_bad = false;
         for base in (0..n).step_by(CHUNK) {
             let end = (base + CHUNK).min(n);
             let mut places = [(0usize, 0usize, 0usize); CHUNK];
@@ -231,19 +306,69 @@ impl<A: MacAlgo> MacElement<A> {
             }
             self.count += k as u64;
         }
-        if any_bad {
-            let mut i = 0;
-            let out = batch.split_off_if(|_| {
-                i += 1;
-                bad[i - 1]
-            });
-            if self.has_out1 {
-                ctx.push(1, out);
+        any_bad
+    }
+}
+
+/// The one-block path (see [`OneBlock`]): each packet's block XOR K1 is
+/// gathered and [`BLOCKS`] of them are encrypted in one call (VAES, 16
+/// blocks a pass, where the CPU has it); the MAC is then written or
+/// compared with one masked 16-byte access where the packet holds 16 bytes
+/// from the MAC's offset, byte by byte otherwise. Marks short packets and
+/// failed verifications in `bad` and returns how many of each.
+fn one_block(
+    cmac: &Cmac128,
+    ob: OneBlock,
+    verify: bool,
+    pk: &mut [Packet],
+    bad: &mut [bool],
+) -> (usize, usize) {
+    let k1 = u128::from_ne_bytes(cmac.subkeys().0);
+    let word = |w: &[u8]| <[u8; 16]>::try_from(w).map_or(0, u128::from_ne_bytes);
+    let (at, maclen, mask) = (ob.at, ob.maclen, ob.mask);
+    let (mut short, mut failed) = (0, 0);
+    let mut blocks = [[0u8; 16]; BLOCKS];
+    for (pk, bad) in pk.chunks_mut(BLOCKS).zip(bad.chunks_mut(BLOCKS)) {
+        let blocks = &mut blocks[..pk.len()];
+        for (b, p) in blocks.iter_mut().zip(pk.iter()) {
+            let m = p.data().get(ob.offset..ob.offset + 16).map_or(0, word);
+            *b = (m ^ k1).to_ne_bytes();
+        }
+        cmac.aes().encrypt_blocks(blocks);
+        for ((p, b), m) in pk.iter_mut().zip(bad.iter_mut()).zip(blocks.iter()) {
+            if p.len() < ob.need {
+                *b = true;
+                short += 1;
+                continue;
+            }
+            let mac = u128::from_ne_bytes(*m) & mask;
+            if verify {
+                let d = p.data();
+                let got = match d.get(at..at + 16) {
+                    Some(w) => word(w) & mask,
+                    None => {
+                        let mut w = [0u8; 16];
+                        w[..maclen].copy_from_slice(&d[at..at + maclen]);
+                        u128::from_ne_bytes(w)
+                    }
+                };
+                if got != mac {
+                    *b = true;
+                    failed += 1;
+                }
+            } else {
+                let d = p.data_mut();
+                match d.get_mut(at..at + 16) {
+                    Some(w) => {
+                        let v = (word(w) & !mask) | mac;
+                        w.copy_from_slice(&v.to_ne_bytes());
+                    }
+                    None => d[at..at + maclen].copy_from_slice(&m[..maclen]),
+                }
             }
         }
-        self.bad = bad;
-        batch
     }
+    (short, failed)
 }
 
 impl<A: MacAlgo> Element for MacElement<A> {

@@ -79,6 +79,27 @@ fn rated(config: &str, what: &str) -> Case {
     }
 }
 
+/// 1024 class buckets over 1024 flows: the class is L4Parser's flow hash
+/// (`MemoryReplay` sets no annotation a class could come from).
+fn classes() -> Case {
+    let rl = |imp: &str| {
+        format!(
+            "elementclass RL1024{imp} {{ input -> L4Parser -> RateLimiter(100Gbps, HASH true, CLASSES 1024, IMPL {imp}) -> output }}\n"
+        )
+    };
+    Case {
+        reference: Some("RL1024reference".into()),
+        prelude: rl("fast") + &rl("reference"),
+        goal: Some(Goal::Mpps(150.0)),
+        ..Case::header(
+            "RateLimiter",
+            "RL1024fast",
+            "1024 class buckets by flow hash, bits/s (with L4Parser)",
+            |s| traffic::udp4(1024, s),
+        )
+    }
+}
+
 fn rss(what: &str, frames: impl Fn(usize) -> Vec<Vec<u8>> + 'static) -> Case {
     Case {
         reference: Some("RSS(IMPL reference)".into()),
@@ -102,10 +123,7 @@ pub fn cases(_dir: &Path) -> Vec<Case> {
             "RateLimiter(10Gbps)",
             "one bucket, bits/s, part conform (excess dropped)",
         ),
-        rated(
-            "RateLimiter(100Gbps, ANNO 0, SIZE 4, CLASSES 1024)",
-            "1024 class buckets by annotation, bits/s",
-        ),
+        classes(),
         rss("IPv4/UDP 4-tuple over 4 outputs", |s| {
             traffic::udp4(1024, s)
         }),

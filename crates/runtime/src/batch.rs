@@ -164,6 +164,16 @@ impl Batch {
         out
     }
 
+    /// Moves the packets whose flag in `marked` is set (by position; packets
+    /// past its end stay) to a new batch, keeping the order of both.
+    pub fn split_off_marked(&mut self, marked: &[bool]) -> Batch {
+        let mut i = 0;
+        self.split_off_if(|_| {
+            i += 1;
+            marked.get(i - 1).copied().unwrap_or(false)
+        })
+    }
+
     /// Remove and return the first `n` packets (or all if fewer).
     pub fn split_front(&mut self, n: usize) -> Batch {
         let mut out = Batch::new();
@@ -260,6 +270,10 @@ mod tests {
         assert_eq!(vals(&x), vec![1, 5, 7, 8]);
         let v: Vec<u8> = x.into_iter().map(|p| p.data()[0]).collect();
         assert_eq!(v, vec![1, 5, 7, 8]);
+        let mut z = b(&[1, 2, 3, 4]);
+        let marked = z.split_off_marked(&[false, true, true]);
+        assert_eq!(vals(&marked), vec![2, 3]);
+        assert_eq!(vals(&z), vec![1, 4], "past the flags' end: kept");
     }
 
     #[test]

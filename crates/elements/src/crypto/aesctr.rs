@@ -389,11 +389,7 @@ impl Element for AesCtr {
         let nbad = bad.iter().filter(|b| **b).count();
         if nbad > 0 {
             self.drops += nbad as u64;
-            let mut i = 0;
-            let out = batch.split_off_if(|_| {
-                i += 1;
-                bad[i - 1]
-            });
+            let out = batch.split_off_marked(&bad);
             if self.has_out1 {
                 ctx.push(1, out);
             }

@@ -245,11 +245,7 @@ impl<A: MacAlgo> MacElement<A> {
             _ => self.regions(pk, &mut bad),
         };
         if any_bad {
-            let mut i = 0;
-            let out = batch.split_off_if(|_| {
-                i += 1;
-                bad[i - 1]
-            });
+            let out = batch.split_off_marked(&bad);
             if self.has_out1 {
                 ctx.push(1, out);
             }

@@ -535,6 +535,14 @@ mod tests {
     }
 
     /// Ethernet/IPv4/UDP 10.0.0.1:1024 -> 10.0.0.2:53, 4 payload bytes.
+    /// `f` with VLAN tag bytes `tags` inserted after the MAC addresses.
+    fn tagged(f: &[u8], tags: &[u8]) -> Vec<u8> {
+        let mut g = f[..12].to_vec();
+        g.extend_from_slice(tags);
+        g.extend_from_slice(&f[12..]);
+        g
+    }
+
     fn v4_udp() -> Vec<u8> {
         let mut f = eth(0x0800);
         f.extend_from_slice(&[
@@ -560,16 +568,12 @@ mod tests {
     #[test]
     fn two_vlan_tags_and_padding() {
         let f = v4_udp();
-        let mut g = f[..12].to_vec();
-        g.extend_from_slice(&[0x88, 0xa8, 0x20, 0x05, 0x81, 0x00, 0x00, 0x07]);
-        g.extend_from_slice(&f[12..]);
+        let mut g = tagged(&f, &[0x88, 0xa8, 0x20, 0x05, 0x81, 0x00, 0x00, 0x07]);
         g.extend_from_slice(&[0; 6]); // link padding
         let p = parse(&g).unwrap();
         assert_eq!((p.network, p.transport, p.vlan_tci), (22, 42, 0x2005));
         // A third tag is not IP.
-        let mut h = g[..12].to_vec();
-        h.extend_from_slice(&[0x81, 0x00, 0, 1]);
-        h.extend_from_slice(&g[12..]);
+        let h = tagged(&g, &[0x81, 0x00, 0, 1]);
         assert_eq!(parse(&h), Err(Reason::NotIp));
     }
 
@@ -725,27 +729,21 @@ mod tests {
     fn locate_vlan_and_qinq() {
         let f = v4_udp();
         // One 802.1Q tag, PCP 5, VID 100.
-        let mut g = f[..12].to_vec();
-        g.extend_from_slice(&[0x81, 0x00, 0xa0, 0x64]);
-        g.extend_from_slice(&f[12..]);
+        let g = tagged(&f, &[0x81, 0x00, 0xa0, 0x64]);
         let l = agree(&g).unwrap();
         assert_eq!(
             (l.network, l.transport, l.end, l.vlan_tci),
             (18, Some(38), 50, 0xa064)
         );
         // 802.1ad outer tag, 802.1Q inner tag: the outer TCI is reported.
-        let mut q = f[..12].to_vec();
-        q.extend_from_slice(&[0x88, 0xa8, 0x20, 0x05, 0x81, 0x00, 0x00, 0x07]);
-        q.extend_from_slice(&f[12..]);
+        let q = tagged(&f, &[0x88, 0xa8, 0x20, 0x05, 0x81, 0x00, 0x00, 0x07]);
         let l = agree(&q).unwrap();
         assert_eq!(
             (l.network, l.transport, l.end, l.vlan_tci),
             (22, Some(42), 54, 0x2005)
         );
         // A third tag is not IP.
-        let mut t = q[..12].to_vec();
-        t.extend_from_slice(&[0x81, 0x00, 0, 1]);
-        t.extend_from_slice(&q[12..]);
+        let t = tagged(&q, &[0x81, 0x00, 0, 1]);
         assert_eq!(agree(&t), Err(Reason::NotIp));
     }
 

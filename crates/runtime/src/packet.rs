@@ -197,7 +197,17 @@ unsafe fn release(cache: &mut LocalCache, m: *mut Meta) {
 /// (not as one struct value built on the stack and copied: that copy costs
 /// store-forwarding stalls on the hot allocation path).
 #[inline(always)]
-unsafe fn init_meta(m: *mut Meta, head: *mut u8, cap: u32, headroom: usize, len: u32, kind: u8) {
+#[allow(clippy::too_many_arguments)]
+unsafe fn init_meta(
+    m: *mut Meta,
+    head: *mut u8,
+    cap: u32,
+    headroom: usize,
+    len: u32,
+    kind: u8,
+    external: bool,
+    ts_ns: u64,
+) {
     use std::ptr::addr_of_mut;
     addr_of_mut!((*m).data).write(head.add(headroom));
     addr_of_mut!((*m).head).write(head);
@@ -206,8 +216,14 @@ unsafe fn init_meta(m: *mut Meta, head: *mut u8, cap: u32, headroom: usize, len:
     // each instead of five narrow ones.
     (addr_of_mut!((*m).len) as *mut u64).write(len as u64 | (cap as u64) << 32);
     addr_of_mut!((*m).owner).write(ptr::null_mut());
-    (addr_of_mut!((*m).refcnt) as *mut u64).write(1 | (kind as u64) << 32);
-    addr_of_mut!((*m).anno).write(Anno::EMPTY);
+    (addr_of_mut!((*m).refcnt) as *mut u64)
+        .write(1 | (kind as u64) << 32 | (external as u64) << 40);
+    // The timestamp goes in with the rest of the annotations (one write of
+    // each byte: measured one store a packet less in FromDump's loop).
+    addr_of_mut!((*m).anno).write(Anno {
+        timestamp_ns: ts_ns,
+        ..Anno::EMPTY
+    });
 }
 
 /// Pool statistics, for tests and the run summary.
@@ -292,7 +308,16 @@ impl Packet {
                 // SAFETY: m is a free pool block of BLOCK bytes.
                 unsafe {
                     let head = (m as *mut u8).add(META_SIZE);
-                    init_meta(m, head, AREA as u32, headroom, len as u32, KIND_POOL);
+                    init_meta(
+                        m,
+                        head,
+                        AREA as u32,
+                        headroom,
+                        len as u32,
+                        KIND_POOL,
+                        false,
+                        0,
+                    );
                     Packet {
                         m: NonNull::new_unchecked(m),
                     }
@@ -323,6 +348,8 @@ impl Packet {
                 headroom,
                 len as u32,
                 KIND_HEAP,
+                false,
+                0,
             );
             Packet {
                 m: NonNull::new_unchecked(m),
@@ -341,8 +368,16 @@ impl Packet {
     pub unsafe fn from_external(data: *const u8, len: usize) -> Packet {
         with_cache(|c| {
             let m = pool_get(c);
-            init_meta(m, data as *mut u8, len as u32, 0, len as u32, KIND_POOL);
-            (*m).external = 1;
+            init_meta(
+                m,
+                data as *mut u8,
+                len as u32,
+                0,
+                len as u32,
+                KIND_POOL,
+                true,
+                0,
+            );
             Packet {
                 m: NonNull::new_unchecked(m),
             }
@@ -778,9 +813,9 @@ impl Pool<'_> {
         // within its data area (checked above).
         unsafe {
             let head = (m as *mut u8).add(META_SIZE);
-            init_meta(m, head, AREA as u32, HEADROOM, data.len() as u32, KIND_POOL);
+            let len = data.len() as u32;
+            init_meta(m, head, AREA as u32, HEADROOM, len, KIND_POOL, false, ts_ns);
             copy_chunked(data.as_ptr(), head.add(HEADROOM), data.len());
-            (*m).anno.timestamp_ns = ts_ns;
             Packet {
                 m: NonNull::new_unchecked(m),
             }
@@ -894,9 +929,16 @@ impl ViewWriter<'_> {
 #[inline(always)]
 unsafe fn init_view(m: *mut Meta, data: &[u8], ts_ns: u64) {
     let len = data.len() as u32;
-    init_meta(m, data.as_ptr() as *mut u8, len, 0, len, KIND_POOL);
-    (*m).external = 1;
-    (*m).anno.timestamp_ns = ts_ns;
+    init_meta(
+        m,
+        data.as_ptr() as *mut u8,
+        len,
+        0,
+        len,
+        KIND_POOL,
+        true,
+        ts_ns,
+    );
 }
 
 /// Run `f` with the calling thread's pool.

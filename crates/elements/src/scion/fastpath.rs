@@ -114,6 +114,72 @@ struct If {
     ends: u32,
 }
 
+/// What pass 1 derives from a frame's shape (see `Tables::shape`), kept
+/// for the frames after it with the same shape.
+#[derive(Debug, Clone, Copy)]
+struct Shape {
+    /// `shape_key` of the frame; `[u64::MAX; 4]` (no frame's key) before
+    /// the first.
+    key: [u64; 4],
+    /// PathMeta as received.
+    word: u32,
+    /// Offset of the path in the SCION header.
+    po: u16,
+    /// SCION header length.
+    hlen: u16,
+    /// Frame offsets of the current info and hop field.
+    info_off: u16,
+    hop_off: u16,
+    /// The current hop is the last of its segment (step 13).
+    xover: bool,
+    /// A hop follows the current one (after a crossover, its successor):
+    /// the frame may leave through one of our interfaces (step 18).
+    leave_ok: bool,
+    /// New PathMeta and the ones'-complement sum of its change, for a
+    /// frame to a sibling's interface (0) and through one of ours (1).
+    meta: [u32; 2],
+    meta_delta: [u32; 2],
+    /// The ingress link.
+    link: Link,
+}
+
+const NO_SHAPE: Shape = Shape {
+    key: [u64::MAX; 4],
+    word: 0,
+    po: 0,
+    hlen: 0,
+    info_off: 0,
+    hop_off: 0,
+    xover: false,
+    leave_ok: false,
+    meta: [0; 2],
+    meta_delta: [0; 2],
+    link: Link {
+        addrs: 0,
+        ports: 0,
+        nends: 0,
+        ifid_le: 0,
+        link: 0,
+        idx: 0,
+    },
+};
+
+/// The bytes of the first `MIN_FRAME` that `Tables::shape` reads besides
+/// PathMeta, as little-endian words, masked: EtherType, IPv4 version and
+/// header length, flags but DF, fragment offset and protocol, addresses,
+/// ports, and the SCION next header, header length, path type and address
+/// types.
+#[inline(always)]
+fn shape_key(u: &[u8; MIN_FRAME]) -> [u64; 4] {
+    let w = |o: usize| u64::from_le_bytes(*u[o..].first_chunk().unwrap_or(&[0; 8]));
+    [
+        w(12) & 0x00ff_ffff,
+        w(20) & 0xffff_0000_ff00_ff3f,
+        w(28),
+        w(36) & 0xffff | w(44) & 0xffff_0000_ffff_0000,
+    ]
+}
+
 /// Read-only tables.
 struct Tables {
     /// Local ISD-AS as the little-endian view of its big-endian bytes.
@@ -131,6 +197,8 @@ struct Tables {
 /// Per-chunk scratch, reused.
 struct Scratch {
     recs: [Rec; CHUNK],
+    /// The shape of the last frame on the fast route.
+    shape: Shape,
     blocks: [[u8; 16]; 2 * CHUNK],
     plans: Vec<Plan>,
     ports: Vec<u8>,
@@ -226,6 +294,7 @@ impl FastPath {
             },
             s: Box::new(Scratch {
                 recs: [Rec::default(); CHUNK],
+                shape: NO_SHAPE,
                 blocks: [[0; 16]; 2 * CHUNK],
                 plans: Vec::new(),
                 ports: Vec::new(),
@@ -252,7 +321,7 @@ impl FastPath {
             let now = dp.now_ns;
             for (rec, p) in s.recs.iter_mut().zip(&batch.as_slice()[a..b]) {
                 let f = p.data();
-                if let Some(bl) = t.classify(now, f, rec) {
+                if let Some(bl) = t.classify(now, f, rec, &mut s.shape) {
                     s.blocks[nb] = bl[0].to_le_bytes();
                     s.blocks[nb + 1] = bl[1].to_le_bytes();
                     nb += usize::from(rec.nmacs);
@@ -309,76 +378,34 @@ impl Tables {
         u128::from(w1) << 64 | u128::from(w0)
     }
 
-    /// Pass 1 for one frame: fills `rec` and returns the MAC blocks (K1
-    /// applied) if the frame is on the fast route (see the module
-    /// documentation), else `None`. Fields are read as little-endian views
-    /// of their big-endian bytes and compared with tables in that form;
-    /// everything up to the PathMeta lies in the first `MIN_FRAME` bytes,
-    /// so only the info and hop fields are read at checked offsets.
-    #[inline(always)]
-    fn classify(&self, now: u64, f: &[u8], rec: &mut Rec) -> Option<[u128; 2]> {
-        let u: &[u8; MIN_FRAME] = f.first_chunk()?;
+    /// The part of pass 1 that depends only on the bytes of `shape_key`
+    /// and the PathMeta: the underlay's fixed fields and link, the SCION
+    /// header's path type, next header, header length and address types,
+    /// and everything §9.3 derives from PathMeta (steps 1 and 2, the current
+    /// info and hop field, crossover, room to leave, the new PathMeta).
+    /// `None` if a frame of this shape leaves the fast route. Out of line:
+    /// consecutive frames mostly share their shape (see `classify`).
+    #[inline(never)]
+    fn shape(&self, u: &[u8; MIN_FRAME], key: [u64; 4]) -> Option<Shape> {
         // Underlay: Ethernet, IPv4 without options (0x0800, 0x45), not
-        // fragmented (flags and offset but DF zero), UDP, with a checksum,
-        // long enough for the shortest SCION header of this route, from one
-        // of our IPv4 links.
-        let eth_ip = u32::from_le_bytes([u[12], u[13], u[14], u[15]]) & 0x00ff_ffff;
-        let frag_proto = u32::from_le_bytes([u[20], u[21], u[22], u[23]]) & 0xff00_ff3f;
-        let tl = usize::from(be16(u, IP + 2));
-        let ulen = usize::from(be16(u, UDP + 4));
-        let old_csum = be16(u, UDP + 6);
-        if eth_ip != 0x0045_0008
-            || frag_proto != 0x1100_0000
-            || ulen < MIN_FRAME - UDP
-            || ulen + 20 > tl
-            || tl + IP > f.len()
-            || old_csum == 0
-        {
+        // fragmented (flags and offset but DF zero), UDP, from one of our
+        // IPv4 links.
+        if key[0] != 0x0045_0008 || key[1] & 0x0000_0000_ff00_ff3f != 0x1100_0000 {
             return None;
         }
         let addrs = u64::from_le_bytes([u[26], u[27], u[28], u[29], u[30], u[31], u[32], u[33]]);
         let ports = u32::from_le_bytes([u[34], u[35], u[36], u[37]]);
-        let link = self
+        let link = *self
             .links
             .iter()
             .find(|l| l.addrs == addrs && l.ports == ports)?;
-        // SCION common and address header, a standard path right after
-        // them, no extension header, neither from nor to this AS (step 7
-        // for a frame from a neighbour that is not at its last hop). The
-        // SCION packet is `f[SO..SO + slen]`, within the frame (checked
-        // above).
-        let slen = ulen - 8;
+        // SCION common and address header: a standard path right after
+        // them, no extension header.
         let hlen = usize::from(u[SO + 5]) * 4;
         let nh = u[SO + 4];
         let dl = u[SO + 9];
         let po = 36 + 4 * usize::from(dl >> 4 & 3) + 4 * usize::from(dl & 3);
-        let dst_ia = u64::from_le_bytes([
-            u[SO + 12],
-            u[SO + 13],
-            u[SO + 14],
-            u[SO + 15],
-            u[SO + 16],
-            u[SO + 17],
-            u[SO + 18],
-            u[SO + 19],
-        ]);
-        let src_ia = u64::from_le_bytes([
-            u[SO + 20],
-            u[SO + 21],
-            u[SO + 22],
-            u[SO + 23],
-            u[SO + 24],
-            u[SO + 25],
-            u[SO + 26],
-            u[SO + 27],
-        ]);
-        if u[SO + 8] != path_type::SCION
-            || nh == proto::HBH
-            || nh == proto::E2E
-            || usize::from(be16(u, SO + 6)) + hlen != slen
-            || dst_ia == self.ia_le
-            || src_ia == self.ia_le
-        {
+        if u[SO + 8] != path_type::SCION || nh == proto::HBH || nh == proto::E2E {
             return None;
         }
         // PathMeta: NumINF valid, no SegLen of 1 (step 2), within MaxHops,
@@ -407,9 +434,84 @@ impl Tables {
         {
             return None;
         }
-        let info_off = SO + po + 4 + INFO_LEN * inf;
+        // Step 13: a crossover checks the first hop of the next segment
+        // (which has at least two hops: no SegLen is 1). The hop and info
+        // indices move by one at a crossover and the hop index by one when
+        // leaving through one of our interfaces (steps 16 and 18); the info
+        // index never moves on leaving here, as the segment after a
+        // crossover has at least two hops. A new PathMeta has the reserved
+        // bits cleared.
+        let xover = hf + 1 == first + seg_len;
+        let inc = u32::from(xover) * 0x4100_0000;
+        let metas = [inc, inc + 0x0100_0000].map(|inc| {
+            let meta = if inc != 0 {
+                (word & 0xff03_ffff) + inc
+            } else {
+                word
+            };
+            let delta = u32::from(!(word >> 16) as u16)
+                + u32::from(!(word as u16))
+                + (meta >> 16)
+                + (meta & 0xffff);
+            (meta, delta)
+        });
+        Some(Shape {
+            key,
+            word,
+            po: po as u16,
+            hlen: hlen as u16,
+            info_off: (SO + po + 4 + INFO_LEN * inf) as u16,
+            hop_off: (hops + HOP_LEN * hf) as u16,
+            xover,
+            leave_ok: hf + usize::from(xover) + 2 <= nhops,
+            meta: [metas[0].0, metas[1].0],
+            meta_delta: [metas[0].1, metas[1].1],
+            link,
+        })
+    }
+
+    /// Pass 1 for one frame: fills `rec` and returns the MAC blocks (K1
+    /// applied) if the frame is on the fast route (see the module
+    /// documentation), else `None`. Fields are read as little-endian views
+    /// of their big-endian bytes and compared with tables in that form;
+    /// everything up to the PathMeta lies in the first `MIN_FRAME` bytes,
+    /// so only the info and hop fields are read at checked offsets. What
+    /// depends on the frame's shape alone comes from `sh`, the shape of an
+    /// earlier frame, when the shape bytes and PathMeta are the same, and
+    /// from `shape` (which replaces `sh`) otherwise.
+    #[inline(always)]
+    fn classify(&self, now: u64, f: &[u8], rec: &mut Rec, sh: &mut Shape) -> Option<[u128; 2]> {
+        let u: &[u8; MIN_FRAME] = f.first_chunk()?;
+        // Lengths: UDP long enough for the shortest SCION header of this
+        // route, within the IPv4 packet, within the frame; a UDP checksum.
+        let tl = usize::from(be16(u, IP + 2));
+        let ulen = usize::from(be16(u, UDP + 4));
+        let old_csum = be16(u, UDP + 6);
+        if ulen < MIN_FRAME - UDP || ulen + 20 > tl || tl + IP > f.len() || old_csum == 0 {
+            return None;
+        }
+        let key = shape_key(u);
+        if key != sh.key || arr::<4>(u, SO + usize::from(sh.po)) != Some(&sh.word.to_be_bytes())
+        {
+            *sh = self.shape(u, key)?;
+        }
+        // The SCION packet is `f[SO..SO + slen]`, within the frame (checked
+        // above), its header as long as HdrLen says; neither from nor to
+        // this AS (step 7 for a frame from a neighbour that is not at its
+        // last hop).
+        let slen = ulen - 8;
+        let dst_ia = u64::from_le_bytes(*arr::<8>(u, SO + 12)?);
+        let src_ia = u64::from_le_bytes(*arr::<8>(u, SO + 20)?);
+        if usize::from(be16(u, SO + 6)) + usize::from(sh.hlen) != slen
+            || dst_ia == self.ia_le
+            || src_ia == self.ia_le
+        {
+            return None;
+        }
+        let link = &sh.link;
+        let info_off = usize::from(sh.info_off);
         let info = u64::from_le_bytes(*arr::<8>(f, info_off)?);
-        let hop_f: &[u8; HOP_LEN] = arr(f, hops + HOP_LEN * hf)?;
+        let hop_f: &[u8; HOP_LEN] = arr(f, usize::from(sh.hop_off))?;
         let hop = u64::from_le_bytes(*hop_f.first_chunk()?);
         let flags = info as u8;
         let mut cons_dir = flags & INFO_CONS_DIR != 0;
@@ -447,14 +549,13 @@ impl Tables {
         let mut blocks = [self.block(info, seg_id, hop), 0];
         rec.exp[0] = u64::from_le_bytes(*hop_f.last_chunk()?) >> 16;
         rec.nmacs = 1;
-        // Step 13: a crossover checks the first hop of the next segment
-        // (which has at least two hops: no SegLen is 1).
-        let xover = hf + 1 == first + seg_len;
+        // Step 13.
+        let xover = sh.xover;
         let (mut info_off, mut info, mut hop) = (info_off, info, hop);
         if xover {
             info_off += INFO_LEN;
             info = u64::from_le_bytes(*arr::<8>(f, info_off)?);
-            let hop_f: &[u8; HOP_LEN] = arr(f, hops + HOP_LEN * (hf + 1))?;
+            let hop_f: &[u8; HOP_LEN] = arr(f, usize::from(sh.hop_off) + HOP_LEN)?;
             hop = u64::from_le_bytes(*hop_f.first_chunk()?);
             cons_dir = info as u8 & INFO_CONS_DIR != 0;
             if expired(info, hop) {
@@ -472,10 +573,6 @@ impl Tables {
         if !eg_if.v4 || self.pairs >> pair & 1 == 0 {
             return None;
         }
-        // The hop and info indices move by one at a crossover and by one
-        // when leaving; the info index never moves on leaving here, as the
-        // segment after a crossover has at least two hops.
-        let mut inc = u32::from(xover) * 0x4100_0000;
         if eg_if.ours {
             // Steps 16 and 18.
             let eg_alert = if cons_dir {
@@ -483,7 +580,7 @@ impl Tables {
             } else {
                 HOP_INGRESS_ALERT
             };
-            if hop as u8 & eg_alert != 0 || hf + usize::from(xover) + 2 > nhops {
+            if hop as u8 & eg_alert != 0 || !sh.leave_ok {
                 return None;
             }
             if cons_dir {
@@ -493,18 +590,10 @@ impl Tables {
                 rec.seg_off[nseg] = (info_off - SO + 2) as u16;
                 rec.seg[nseg] = new;
             }
-            inc += 0x0100_0000;
         }
-        // A new PathMeta has the reserved bits cleared.
-        rec.meta = if inc != 0 {
-            (word & 0xff03_ffff) + inc
-        } else {
-            word
-        };
-        delta += u32::from(!(word >> 16) as u16)
-            + u32::from(!(word as u16))
-            + (rec.meta >> 16)
-            + (rec.meta & 0xffff);
+        let ours = usize::from(eg_if.ours);
+        rec.meta = sh.meta[ours];
+        delta += sh.meta_delta[ours];
         // The underlay rewrite (RFC 1624 update of the received UDP
         // checksum). Every sum here is positive, so folding any sum
         // congruent modulo 0xffff to the general pipeline's (which writes
@@ -512,7 +601,7 @@ impl Tables {
         let c = !fold(u32::from(!old_csum) + link.nends + eg_if.ends + delta);
         rec.udp_csum = if c == 0 { 0xffff } else { c };
         rec.ip_csum = !fold(eg_if.ip_sum + 28 + slen as u32);
-        rec.po = po as u16;
+        rec.po = sh.po;
         rec.len = slen as u16;
         rec.ingress = link.idx;
         rec.egress = egress;

@@ -118,9 +118,8 @@ struct If {
 /// for the frames after it with the same shape.
 #[derive(Debug, Clone, Copy)]
 struct Shape {
-    /// `shape_key` of the frame; `[u64::MAX; 4]` (no frame's key) before
-    /// the first.
-    key: [u64; 4],
+    /// `Key::of` the frame; `Key::NONE` before the first.
+    key: Key,
     /// PathMeta as received.
     word: u32,
     /// Offset of the path in the SCION header.
@@ -144,7 +143,7 @@ struct Shape {
 }
 
 const NO_SHAPE: Shape = Shape {
-    key: [u64::MAX; 4],
+    key: Key::NONE,
     word: 0,
     po: 0,
     hlen: 0,
@@ -167,17 +166,32 @@ const NO_SHAPE: Shape = Shape {
 /// The bytes of the first `MIN_FRAME` that `Tables::shape` reads besides
 /// PathMeta, as little-endian words, masked: EtherType, IPv4 version and
 /// header length, flags but DF, fragment offset and protocol, addresses,
-/// ports, and the SCION next header, header length, path type and address
-/// types.
-#[inline(always)]
-fn shape_key(u: &[u8; MIN_FRAME]) -> [u64; 4] {
-    let w = |o: usize| u64::from_le_bytes(*u[o..].first_chunk().unwrap_or(&[0; 8]));
-    [
-        w(12) & 0x00ff_ffff,
-        w(20) & 0xffff_0000_ff00_ff3f,
-        w(28),
-        w(36) & 0xffff | w(44) & 0xffff_0000_ffff_0000,
-    ]
+/// ports (two 16-byte words, so that the comparison is two SSE compares of
+/// words never stored on the way), and the SCION next header, header
+/// length, path type and address types.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Key(u128, u128, u64);
+
+impl Key {
+    /// No frame's key (the second word has bytes outside the mask set).
+    const NONE: Key = Key(0, u128::MAX, 0);
+
+    #[inline(always)]
+    fn of(u: &[u8; MIN_FRAME]) -> Key {
+        let w = |o: usize| u128::from_le_bytes(*u[o..].first_chunk().unwrap_or(&[0; 16]));
+        let c = u64::from_le_bytes(*u[44..].first_chunk().unwrap_or(&[0; 8]));
+        Key(
+            w(12) & 0xffff_0000_ff00_ff3f_0000_0000_00ff_ffff,
+            w(28) & 0x0000_0000_0000_ffff_ffff_ffff_ffff_ffff,
+            c & 0xffff_0000_ffff_0000,
+        )
+    }
+
+    /// Whether two keys differ, without a branch per word.
+    #[inline(always)]
+    fn differs(&self, o: &Key) -> bool {
+        (self.0 ^ o.0) | (self.1 ^ o.1) | u128::from(self.2 ^ o.2) != 0
+    }
 }
 
 /// Read-only tables.
@@ -378,7 +392,7 @@ impl Tables {
         u128::from(w1) << 64 | u128::from(w0)
     }
 
-    /// The part of pass 1 that depends only on the bytes of `shape_key`
+    /// The part of pass 1 that depends only on the bytes of the `Key`
     /// and the PathMeta: the underlay's fixed fields and link, the SCION
     /// header's path type, next header, header length and address types,
     /// and everything §9.3 derives from PathMeta (steps 1 and 2, the current
@@ -386,11 +400,11 @@ impl Tables {
     /// `None` if a frame of this shape leaves the fast route. Out of line:
     /// consecutive frames mostly share their shape (see `classify`).
     #[inline(never)]
-    fn shape(&self, u: &[u8; MIN_FRAME], key: [u64; 4]) -> Option<Shape> {
+    fn shape(&self, u: &[u8; MIN_FRAME], key: Key) -> Option<Shape> {
         // Underlay: Ethernet, IPv4 without options (0x0800, 0x45), not
         // fragmented (flags and offset but DF zero), UDP, from one of our
         // IPv4 links.
-        if key[0] != 0x0045_0008 || key[1] & 0x0000_0000_ff00_ff3f != 0x1100_0000 {
+        if key.0 as u64 != 0x0045_0008 || (key.0 >> 64) as u32 & 0xff00_ff3f != 0x1100_0000 {
             return None;
         }
         let addrs = u64::from_le_bytes([u[26], u[27], u[28], u[29], u[30], u[31], u[32], u[33]]);
@@ -490,8 +504,8 @@ impl Tables {
         if ulen < MIN_FRAME - UDP || ulen + 20 > tl || tl + IP > f.len() || old_csum == 0 {
             return None;
         }
-        let key = shape_key(u);
-        if key != sh.key || arr::<4>(u, SO + usize::from(sh.po)) != Some(&sh.word.to_be_bytes())
+        let key = Key::of(u);
+        if key.differs(&sh.key) || arr::<4>(u, SO + usize::from(sh.po)) != Some(&sh.word.to_be_bytes())
         {
             *sh = self.shape(u, key)?;
         }

@@ -32,7 +32,6 @@ use super::core::{
     EXP_UNIT_NS,
 };
 use super::mac::HopMac;
-use super::topology::LinkType;
 use linerate_runtime::{Batch, Packet};
 use linerate_wire::scion::path::{
     HOP_EGRESS_ALERT, HOP_INGRESS_ALERT, HOP_LEN, INFO_CONS_DIR, INFO_LEN, INFO_PEER, MAX_HOPS,
@@ -63,8 +62,10 @@ struct Rec {
     exp: [u64; 2],
     /// New PathMeta (the received word when it does not change).
     meta: u32,
-    /// SegID writes: offsets in the SCION header (0: none) and the bytes
-    /// (little-endian view of the big-endian field).
+    /// SegID writes, in this order: offsets in the SCION header and the
+    /// bytes (little-endian view of the big-endian field). Both are always
+    /// made; a frame with fewer changes writes a SegID with its own value
+    /// or the same write twice.
     seg_off: [u16; 2],
     seg: [u16; 2],
     /// New UDP and IPv4 header checksums.
@@ -90,21 +91,22 @@ struct Link {
     /// `!fold(sum of those addresses and ports)` as the checksum update
     /// counts them (the received part of the UDP checksum adjustment).
     nends: u32,
+    /// Bit `e` of `to[xover]`: a frame from this link may leave (after a
+    /// crossover, for `xover` 1) through interface index `e`: reached over
+    /// IPv4, and the link-type pair allowed (§9.3 step 15). Interfaces from
+    /// index 63 on take the general pipeline (bit 63 is never set, and
+    /// `NO_IF & 63` is 63).
+    to: [u64; 2],
     /// The interface: id (the little-endian view of its big-endian
-    /// bytes), `LinkType` as 0 to 3 and index.
+    /// bytes) and index.
     ifid_le: u16,
-    link: u8,
     idx: u8,
 }
 
 /// What the fast path needs of an interface.
 #[derive(Debug, Clone, Copy)]
 struct If {
-    /// `LinkType` as 0 to 3.
-    link: u8,
     ours: bool,
-    /// Whether frames to it go over IPv4 (else: general pipeline).
-    v4: bool,
     /// Ethernet, IPv4 and UDP headers of frames sent to it, with zero
     /// lengths and checksums.
     hdr: [u8; SO],
@@ -157,8 +159,8 @@ const NO_SHAPE: Shape = Shape {
         addrs: 0,
         ports: 0,
         nends: 0,
+        to: [0; 2],
         ifid_le: 0,
-        link: 0,
         idx: 0,
     },
 };
@@ -203,9 +205,6 @@ struct Tables {
     links: Vec<Link>,
     ifs: Vec<If>,
     by_ifid: Box<[u8; 65536]>,
-    /// Bit `xover << 4 | from << 2 | to`: the link-type pair is allowed
-    /// (§9.3 step 15).
-    pairs: u32,
 }
 
 /// Per-chunk scratch, reused.
@@ -231,13 +230,6 @@ fn arr<const N: usize>(b: &[u8], o: usize) -> Option<&[u8; N]> {
     b.get(o..)?.first_chunk()
 }
 
-const LINKS: [LinkType; 4] = [
-    LinkType::Core,
-    LinkType::Parent,
-    LinkType::Child,
-    LinkType::Peer,
-];
-
 impl FastPath {
     /// The tables for a data plane.
     pub fn new(dp: &Dataplane) -> FastPath {
@@ -254,8 +246,15 @@ impl FastPath {
                     addrs: u64::from_le_bytes([r[0], r[1], r[2], r[3], l[0], l[1], l[2], l[3]]),
                     ports: u32::from_le_bytes([rp[0], rp[1], lp[0], lp[1]]),
                     nends: u32::from(!fold(ends_sum(&f.remote, &f.local))),
+                    to: [false, true].map(|x| {
+                        dp.ifaces
+                            .iter()
+                            .take(63)
+                            .enumerate()
+                            .filter(|(_, e)| e.dst.v4 && pair_ok(f.link_to, e.link_to, x))
+                            .fold(0, |m, (e, _)| m | 1 << e)
+                    }),
                     ifid_le: f.ifid.swap_bytes(),
-                    link: f.link_to as u8,
                     idx: i as u8,
                 }
             })
@@ -273,9 +272,7 @@ impl FastPath {
                 }
                 let v4 = |a: &[u8; 16]| u32::from(be16(a, 12)) + u32::from(be16(a, 14));
                 If {
-                    link: f.link_to as u8,
                     ours: f.ours,
-                    v4: f.dst.v4,
                     hdr,
                     ip_sum: 0x4500 + 0x4000 + 0x4011 + v4(&f.src.ip) + v4(&f.dst.ip),
                     ends: ends_sum(&f.src, &f.dst),
@@ -287,16 +284,6 @@ impl FastPath {
             u64::from_le_bytes([k[0], k[1], k[2], k[3], k[4], k[5], k[6], k[7]]),
             u64::from_le_bytes([k[8], k[9], k[10], k[11], k[12], k[13], k[14], k[15]]),
         ];
-        let mut pairs = 0;
-        for x in [false, true] {
-            for a in LINKS {
-                for b in LINKS {
-                    if pair_ok(a, b, x) {
-                        pairs |= 1 << (u32::from(x) << 4 | (a as u32) << 2 | b as u32);
-                    }
-                }
-            }
-        }
         FastPath {
             t: Tables {
                 ia_le: u64::from_le_bytes(dp.ia.0.to_be_bytes()),
@@ -304,7 +291,6 @@ impl FastPath {
                 links,
                 ifs,
                 by_ifid,
-                pairs,
             },
             s: Box::new(Scratch {
                 recs: [Rec::default(); CHUNK],
@@ -322,9 +308,10 @@ impl FastPath {
     /// the input batch itself.
     pub fn process(&mut self, dp: &mut Dataplane, mut batch: Batch) -> [Batch; 3] {
         let (t, s) = (&self.t, &mut *self.s);
-        s.ports.clear();
-        let mut others = 0usize;
         let n = batch.len();
+        s.ports.clear();
+        s.ports.resize(n, 0);
+        let mut others = false;
         let mut a = 0;
         while a < n {
             let b = (a + CHUNK).min(n);
@@ -348,7 +335,8 @@ impl FastPath {
             mac.finish_blocks(&mut s.blocks[..nb]);
             // Pass 3: verdicts and rewrites.
             let (mut k, mut g) = (0, 0);
-            for (rec, p) in s.recs.iter().zip(&mut batch.as_mut_slice()[a..b]) {
+            let ports = &mut s.ports[a..b];
+            for ((rec, p), slot) in s.recs.iter().zip(&mut batch.as_mut_slice()[a..b]).zip(ports) {
                 let port = if rec.nmacs > 0 {
                     let n = usize::from(rec.nmacs);
                     let port = t.apply(dp, p, rec, &s.blocks[k..k + n]);
@@ -362,13 +350,15 @@ impl FastPath {
                     k += n;
                     port
                 };
-                others += usize::from(port != 0);
-                s.ports.push(port);
+                if port != 0 {
+                    *slot = port;
+                    others = true;
+                }
             }
             a = b;
         }
         let mut outs = [Batch::new(), Batch::new(), Batch::new()];
-        if others == 0 {
+        if !others {
             outs[0] = batch;
         } else {
             for (p, &port) in batch.drain().zip(&s.ports) {
@@ -550,16 +540,14 @@ impl Tables {
         // SCION bytes (see `apply`).
         let mut delta = 0u32;
         let mut seg_id = (info >> 16) as u16;
-        rec.seg_off = [0; 2];
-        let mut nseg = 0;
+        let seg_off = (info_off - SO + 2) as u16;
         if !cons_dir {
             let new = seg_id ^ (hop >> 48) as u16;
             delta += u32::from(!seg_id.swap_bytes()) + u32::from(new.swap_bytes());
             seg_id = new;
-            rec.seg_off[0] = (info_off - SO + 2) as u16;
-            rec.seg[0] = new;
-            nseg = 1;
         }
+        rec.seg_off = [seg_off; 2];
+        rec.seg = [seg_id; 2];
         let mut blocks = [self.block(info, seg_id, hop), 0];
         rec.exp[0] = u64::from_le_bytes(*hop_f.last_chunk()?) >> 16;
         rec.nmacs = 1;
@@ -582,11 +570,10 @@ impl Tables {
         // Steps 14 and 15.
         let egress_le = if cons_dir { hop >> 32 } else { hop >> 16 } as u16;
         let egress = self.by_ifid[usize::from(egress_le.swap_bytes())];
-        let eg_if = self.ifs.get(usize::from(egress))?;
-        let pair = u32::from(xover) << 4 | u32::from(link.link) << 2 | u32::from(eg_if.link);
-        if !eg_if.v4 || self.pairs >> pair & 1 == 0 {
+        if link.to[usize::from(xover)] >> (egress & 63) & 1 == 0 {
             return None;
         }
+        let eg_if = self.ifs.get(usize::from(egress))?;
         if eg_if.ours {
             // Steps 16 and 18.
             let eg_alert = if cons_dir {
@@ -601,8 +588,8 @@ impl Tables {
                 let old = (info >> 16) as u16;
                 let new = old ^ (hop >> 48) as u16;
                 delta += u32::from(!old.swap_bytes()) + u32::from(new.swap_bytes());
-                rec.seg_off[nseg] = (info_off - SO + 2) as u16;
-                rec.seg[nseg] = new;
+                rec.seg_off[1] = (info_off - SO + 2) as u16;
+                rec.seg[1] = new;
             }
         }
         let ours = usize::from(eg_if.ours);
@@ -644,13 +631,10 @@ impl Tables {
             return general(dp, p);
         };
         for (&o, &v) in rec.seg_off.iter().zip(&rec.seg) {
-            let w = match o {
-                0 => None,
-                o => s
-                    .get_mut(usize::from(o)..)
-                    .and_then(|w| w.first_chunk_mut()),
-            };
-            if let Some(w) = w {
+            if let Some(w) = s
+                .get_mut(usize::from(o)..)
+                .and_then(|w| w.first_chunk_mut())
+            {
                 *w = v.to_le_bytes();
             }
         }

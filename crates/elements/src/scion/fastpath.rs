@@ -51,6 +51,8 @@ const NO_IF: u8 = 0xff;
 /// Shortest frame on the fast route: underlay, SCION common and address
 /// header with 4-byte hosts, PathMeta, one info field and two hop fields.
 const MIN_FRAME: usize = SO + 36 + 4 + INFO_LEN + 2 * HOP_LEN;
+/// Shapes kept (direct-mapped by `shape_slot`).
+const SHAPES: usize = 8;
 /// The 48 bits of a hop MAC in a little-endian `u64`.
 const MAC_MASK: u64 = 0xffff_ffff_ffff;
 
@@ -196,6 +198,15 @@ impl Key {
     }
 }
 
+/// The `shapes` entry for a frame: a mix of bytes that tell apart the
+/// shapes of one link (HdrLen, the first byte of PathMeta with 4-byte host
+/// addresses: CurrINF and CurrHF) and links (the low byte of the source
+/// port).
+#[inline(always)]
+fn shape_slot(u: &[u8; MIN_FRAME]) -> usize {
+    usize::from(u[SO + 5] ^ u[SO + 36] ^ u[UDP + 1]) % SHAPES
+}
+
 /// Read-only tables.
 struct Tables {
     /// Local ISD-AS as the little-endian view of its big-endian bytes.
@@ -210,8 +221,6 @@ struct Tables {
 /// Per-chunk scratch, reused.
 struct Scratch {
     recs: [Rec; CHUNK],
-    /// The shape of the last frame on the fast route.
-    shape: Shape,
     blocks: [[u8; 16]; 2 * CHUNK],
     plans: Vec<Plan>,
     ports: Vec<u8>,
@@ -222,6 +231,10 @@ struct Scratch {
 pub struct FastPath {
     t: Tables,
     s: Box<Scratch>,
+    /// Shapes of recent frames on the fast route, and the entry of the
+    /// last one.
+    shapes: Box<[Shape; SHAPES]>,
+    last: usize,
 }
 
 /// `N` bytes at `o`, if there.
@@ -294,11 +307,12 @@ impl FastPath {
             },
             s: Box::new(Scratch {
                 recs: [Rec::default(); CHUNK],
-                shape: NO_SHAPE,
                 blocks: [[0; 16]; 2 * CHUNK],
                 plans: Vec::new(),
                 ports: Vec::new(),
             }),
+            shapes: Box::new([NO_SHAPE; SHAPES]),
+            last: 0,
         }
     }
 
@@ -307,7 +321,12 @@ impl FastPath {
     /// (dropped), in arrival order; when every frame is sent, output 0 is
     /// the input batch itself.
     pub fn process(&mut self, dp: &mut Dataplane, mut batch: Batch) -> [Batch; 3] {
-        let (t, s) = (&self.t, &mut *self.s);
+        let (t, s, shapes, last) = (
+            &self.t,
+            &mut *self.s,
+            &mut *self.shapes,
+            &mut self.last,
+        );
         let n = batch.len();
         s.ports.clear();
         s.ports.resize(n, 0);
@@ -322,7 +341,7 @@ impl FastPath {
             let now = dp.now_ns;
             for (rec, p) in s.recs.iter_mut().zip(&batch.as_slice()[a..b]) {
                 let f = p.data();
-                if let Some(bl) = t.classify(now, f, rec, &mut s.shape) {
+                if let Some(bl) = t.classify(now, f, rec, shapes, last) {
                     s.blocks[nb] = bl[0].to_le_bytes();
                     s.blocks[nb + 1] = bl[1].to_le_bytes();
                     nb += usize::from(rec.nmacs);
@@ -484,7 +503,14 @@ impl Tables {
     /// earlier frame, when the shape bytes and PathMeta are the same, and
     /// from `shape` (which replaces `sh`) otherwise.
     #[inline(always)]
-    fn classify(&self, now: u64, f: &[u8], rec: &mut Rec, sh: &mut Shape) -> Option<[u128; 2]> {
+    fn classify(
+        &self,
+        now: u64,
+        f: &[u8],
+        rec: &mut Rec,
+        shapes: &mut [Shape; SHAPES],
+        last: &mut usize,
+    ) -> Option<[u128; 2]> {
         let u: &[u8; MIN_FRAME] = f.first_chunk()?;
         // Lengths: UDP long enough for the shortest SCION header of this
         // route, within the IPv4 packet, within the frame; a UDP checksum.
@@ -495,9 +521,19 @@ impl Tables {
             return None;
         }
         let key = Key::of(u);
-        if key.differs(&sh.key) || arr::<4>(u, SO + usize::from(sh.po)) != Some(&sh.word.to_be_bytes())
-        {
-            *sh = self.shape(u, key)?;
+        let same = |sh: &Shape| {
+            !key.differs(&sh.key)
+                && arr::<4>(u, SO + usize::from(sh.po)) == Some(&sh.word.to_be_bytes())
+        };
+        // The last frame's shape first: its entry does not wait for this
+        // frame's bytes.
+        let mut sh = &mut shapes[*last % SHAPES];
+        if !same(sh) {
+            *last = shape_slot(u);
+            sh = &mut shapes[*last];
+            if !same(sh) {
+                *sh = self.shape(u, key)?;
+            }
         }
         // The SCION packet is `f[SO..SO + slen]`, within the frame (checked
         // above), its header as long as HdrLen says; neither from nor to

@@ -10,13 +10,22 @@
 //!    bounds check), as little-endian words compared with tables kept in
 //!    that form, checks exactly what §9.3 checks on that route and fills a
 //!    `Rec`: the expected MACs, the SegID and PathMeta values to write, the
-//!    new UDP and IPv4 checksums, ingress and egress. The MAC input blocks
-//!    (K1 already XORed in) go into one array for the chunk. A frame that
-//!    leaves this route anywhere (IPv6 or IP options, the internal
-//!    network, an extension header, peering, alerts, expiry, local
-//!    delivery, an error of any kind, a zero UDP checksum) takes the
-//!    general pipeline of [`Dataplane::stage1`] instead, still sharing the
-//!    batched AES.
+//!    new UDP and IPv4 checksums, ingress and egress. What depends only on
+//!    the frame's *shape* (the underlay's fixed fields and link, the SCION
+//!    next header, header length, path type and address types, and
+//!    PathMeta: steps 1 and 2, where the current info and hop fields lie,
+//!    crossover, room to leave, the new PathMeta) is derived once by
+//!    `Tables::shape` and kept in a `Shape`; a frame whose masked shape
+//!    bytes (`Key`, three SSE-sized words) and PathMeta equal a kept
+//!    shape's takes it from there, checking per frame only the lengths,
+//!    the UDP checksum's presence, the ISD-ASes and the info and hop
+//!    fields. Eight shapes are kept, direct-mapped by `shape_slot`, the
+//!    last frame's tried first. The MAC input blocks (K1 already XORed
+//!    in) go into one array for the chunk. A frame that leaves this route
+//!    anywhere (IPv6 or IP options, the internal network, an extension
+//!    header, peering, alerts, expiry, local delivery, an error of any
+//!    kind, a zero UDP checksum) takes the general pipeline of
+//!    [`Dataplane::stage1`] instead, still sharing the batched AES.
 //! 2. All MAC blocks of the chunk are encrypted in one call (VAES, 16
 //!    blocks per pass).
 //! 3. `Tables::apply` compares the MACs, writes the path fields and the
@@ -321,12 +330,7 @@ impl FastPath {
     /// (dropped), in arrival order; when every frame is sent, output 0 is
     /// the input batch itself.
     pub fn process(&mut self, dp: &mut Dataplane, mut batch: Batch) -> [Batch; 3] {
-        let (t, s, shapes, last) = (
-            &self.t,
-            &mut *self.s,
-            &mut *self.shapes,
-            &mut self.last,
-        );
+        let (t, s, shapes, last) = (&self.t, &mut *self.s, &mut *self.shapes, &mut self.last);
         let n = batch.len();
         s.ports.clear();
         s.ports.resize(n, 0);
@@ -355,7 +359,12 @@ impl FastPath {
             // Pass 3: verdicts and rewrites.
             let (mut k, mut g) = (0, 0);
             let ports = &mut s.ports[a..b];
-            for ((rec, p), slot) in s.recs.iter().zip(&mut batch.as_mut_slice()[a..b]).zip(ports) {
+            for ((rec, p), slot) in s
+                .recs
+                .iter()
+                .zip(&mut batch.as_mut_slice()[a..b])
+                .zip(ports)
+            {
                 let port = if rec.nmacs > 0 {
                     let n = usize::from(rec.nmacs);
                     let port = t.apply(dp, p, rec, &s.blocks[k..k + n]);

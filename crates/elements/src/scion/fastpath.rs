@@ -16,7 +16,7 @@
 //!    PathMeta: steps 1 and 2, where the current info and hop fields lie,
 //!    crossover, room to leave, the new PathMeta) is derived once by
 //!    `Tables::shape` and kept in a `Shape`; a frame whose masked shape
-//!    bytes (`Key`, three SSE-sized words) and PathMeta equal a kept
+//!    bytes (`Key`: two 16-byte words and one of 8) and PathMeta equal a kept
 //!    shape's takes it from there, checking per frame only the lengths,
 //!    the UDP checksum's presence, the ISD-ASes and the info and hop
 //!    fields. Eight shapes are kept, direct-mapped by `shape_slot`, the

@@ -49,7 +49,9 @@
 //!
 //! A microflow spans no gap: keep the fast path's idle timeout below `IDLE`
 //! here (and its active timeout well below `ACTIVE`), or gaps inside its
-//! microflows cannot end a flow. Without watermarks (records from another
+//! microflows cannot end a flow; without fast-path timeouts a microflow can
+//! also stay in a slot no other flow hits, holding the watermark, and so
+//! this table's timeouts, back until it leaves. Without watermarks (records from another
 //! source) expiry follows the clock alone.
 //!
 //! # Handlers

@@ -30,31 +30,25 @@
 
 use super::core::{Plan, Verdict};
 use super::steps::{self, Outs, Ports, Shared, Step, NONE};
-use linerate_runtime::{Batch, ConfigureCtx, Element, ElementClass};
+use linerate_runtime::{Batch, ElementClass};
 
 /// The `SCIONAdvancePath` element class.
-pub const CLASS: ElementClass = steps::class(
+pub const CLASS: ElementClass = steps::class::<AdvancePath>(
     "SCIONAdvancePath",
     "1/1-2",
     element_doc!("scion/scionadvancepath"),
-    make,
 );
 
+#[derive(Default)]
 struct AdvancePath;
 
-fn make(ctx: &ConfigureCtx<'_>) -> Result<Box<dyn Element>, Vec<String>> {
-    steps::make(
-        ctx,
-        AdvancePath,
-        Ports {
-            scmp: NONE,
-            slow: NONE,
-            drop: 1,
-        },
-    )
-}
-
 impl Step for AdvancePath {
+    const PORTS: Ports = Ports {
+        scmp: NONE,
+        slow: NONE,
+        drop: 1,
+    };
+
     fn run(&mut self, sh: &mut Shared, batch: Batch, outs: &mut Outs) {
         let dp = &mut sh.dp;
         for mut p in batch {

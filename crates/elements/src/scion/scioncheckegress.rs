@@ -29,31 +29,25 @@
 //! step function, on the current hop from the annotations.
 
 use super::steps::{self, Outs, Ports, Shared, Step};
-use linerate_runtime::{Batch, ConfigureCtx, Element, ElementClass};
+use linerate_runtime::{Batch, ElementClass};
 
 /// The `SCIONCheckEgress` element class.
-pub const CLASS: ElementClass = steps::class(
+pub const CLASS: ElementClass = steps::class::<CheckEgress>(
     "SCIONCheckEgress",
     "1/1-4",
     element_doc!("scion/scioncheckegress"),
-    make,
 );
 
+#[derive(Default)]
 struct CheckEgress;
 
-fn make(ctx: &ConfigureCtx<'_>) -> Result<Box<dyn Element>, Vec<String>> {
-    steps::make(
-        ctx,
-        CheckEgress,
-        Ports {
-            scmp: 1,
-            slow: 2,
-            drop: 3,
-        },
-    )
-}
-
 impl Step for CheckEgress {
+    const PORTS: Ports = Ports {
+        scmp: 1,
+        slow: 2,
+        drop: 3,
+    };
+
     fn run(&mut self, sh: &mut Shared, batch: Batch, outs: &mut Outs) {
         let dp = &mut sh.dp;
         for mut p in batch {

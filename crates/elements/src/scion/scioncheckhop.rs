@@ -33,31 +33,25 @@
 
 use super::core::{Dataplane, Ep};
 use super::steps::{self, Outs, Ports, Shared, Step, NONE};
-use linerate_runtime::{Batch, ConfigureCtx, Element, ElementClass};
+use linerate_runtime::{Batch, ElementClass};
 
 /// The `SCIONCheckHop` element class.
-pub const CLASS: ElementClass = steps::class(
+pub const CLASS: ElementClass = steps::class::<CheckHop>(
     "SCIONCheckHop",
     "1/1-3",
     element_doc!("scion/scioncheckhop"),
-    make,
 );
 
+#[derive(Default)]
 struct CheckHop;
 
-fn make(ctx: &ConfigureCtx<'_>) -> Result<Box<dyn Element>, Vec<String>> {
-    steps::make(
-        ctx,
-        CheckHop,
-        Ports {
-            scmp: 1,
-            slow: NONE,
-            drop: 2,
-        },
-    )
-}
-
 impl Step for CheckHop {
+    const PORTS: Ports = Ports {
+        scmp: 1,
+        slow: NONE,
+        drop: 2,
+    };
+
     fn run(&mut self, sh: &mut Shared, batch: Batch, outs: &mut Outs) {
         let dp = &mut sh.dp;
         for p in batch {

@@ -32,31 +32,22 @@
 
 use super::core::Verdict;
 use super::steps::{self, Outs, Ports, Shared, Step, NONE};
-use linerate_runtime::{Batch, ConfigureCtx, Element, ElementClass};
+use linerate_runtime::{Batch, ElementClass};
 
 /// The `SCIONDeliver` element class.
-pub const CLASS: ElementClass = steps::class(
-    "SCIONDeliver",
-    "1/1-3",
-    element_doc!("scion/sciondeliver"),
-    make,
-);
+pub const CLASS: ElementClass =
+    steps::class::<Deliver>("SCIONDeliver", "1/1-3", element_doc!("scion/sciondeliver"));
 
+#[derive(Default)]
 struct Deliver;
 
-fn make(ctx: &ConfigureCtx<'_>) -> Result<Box<dyn Element>, Vec<String>> {
-    steps::make(
-        ctx,
-        Deliver,
-        Ports {
-            scmp: 1,
-            slow: NONE,
-            drop: 2,
-        },
-    )
-}
-
 impl Step for Deliver {
+    const PORTS: Ports = Ports {
+        scmp: 1,
+        slow: NONE,
+        drop: 2,
+    };
+
     fn run(&mut self, sh: &mut Shared, batch: Batch, outs: &mut Outs) {
         let dp = &mut sh.dp;
         for p in batch {

@@ -35,31 +35,22 @@
 
 use super::core::Verdict;
 use super::steps::{self, Outs, Ports, Shared, Step, NONE};
-use linerate_runtime::{Batch, ConfigureCtx, Element, ElementClass};
+use linerate_runtime::{Batch, ElementClass};
 
 /// The `SCIONEgress` element class.
-pub const CLASS: ElementClass = steps::class(
-    "SCIONEgress",
-    "1/1-2",
-    element_doc!("scion/scionegress"),
-    make,
-);
+pub const CLASS: ElementClass =
+    steps::class::<Egress>("SCIONEgress", "1/1-2", element_doc!("scion/scionegress"));
 
+#[derive(Default)]
 struct Egress;
 
-fn make(ctx: &ConfigureCtx<'_>) -> Result<Box<dyn Element>, Vec<String>> {
-    steps::make(
-        ctx,
-        Egress,
-        Ports {
-            scmp: NONE,
-            slow: NONE,
-            drop: 1,
-        },
-    )
-}
-
 impl Step for Egress {
+    const PORTS: Ports = Ports {
+        scmp: NONE,
+        slow: NONE,
+        drop: 1,
+    };
+
     fn run(&mut self, sh: &mut Shared, batch: Batch, outs: &mut Outs) {
         let dp = &mut sh.dp;
         for p in batch {

@@ -30,31 +30,22 @@
 
 use super::core::Verdict;
 use super::steps::{self, Outs, Ports, Shared, Step, NONE};
-use linerate_runtime::{Batch, ConfigureCtx, Element, ElementClass};
+use linerate_runtime::{Batch, ElementClass};
 
 /// The `SCIONOneHop` element class.
-pub const CLASS: ElementClass = steps::class(
-    "SCIONOneHop",
-    "1/1-2",
-    element_doc!("scion/sciononehop"),
-    make,
-);
+pub const CLASS: ElementClass =
+    steps::class::<OneHop>("SCIONOneHop", "1/1-2", element_doc!("scion/sciononehop"));
 
+#[derive(Default)]
 struct OneHop;
 
-fn make(ctx: &ConfigureCtx<'_>) -> Result<Box<dyn Element>, Vec<String>> {
-    steps::make(
-        ctx,
-        OneHop,
-        Ports {
-            scmp: NONE,
-            slow: NONE,
-            drop: 1,
-        },
-    )
-}
-
 impl Step for OneHop {
+    const PORTS: Ports = Ports {
+        scmp: NONE,
+        slow: NONE,
+        drop: 1,
+    };
+
     fn run(&mut self, sh: &mut Shared, batch: Batch, outs: &mut Outs) {
         let dp = &mut sh.dp;
         for p in batch {

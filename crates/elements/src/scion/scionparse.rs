@@ -37,35 +37,26 @@
 use super::core::{classify, path_hop, Verdict};
 use super::steps::{self, Outs, Ports, Shared, Step, NONE};
 use linerate_runtime::time::system_now_ns;
-use linerate_runtime::{Batch, ConfigureCtx, Element, ElementClass};
+use linerate_runtime::{Batch, ElementClass};
 use linerate_wire::scion::header;
 
 /// The `SCIONParse` element class.
-pub const CLASS: ElementClass = steps::class(
-    "SCIONParse",
-    "1/1-4",
-    element_doc!("scion/scionparse"),
-    make,
-);
+pub const CLASS: ElementClass =
+    steps::class::<Parse>("SCIONParse", "1/1-4", element_doc!("scion/scionparse"));
 
 /// Output for one-hop paths.
 const ONEHOP: usize = 1;
 
+#[derive(Default)]
 struct Parse;
 
-fn make(ctx: &ConfigureCtx<'_>) -> Result<Box<dyn Element>, Vec<String>> {
-    steps::make(
-        ctx,
-        Parse,
-        Ports {
-            scmp: NONE,
-            slow: 2,
-            drop: 3,
-        },
-    )
-}
-
 impl Step for Parse {
+    const PORTS: Ports = Ports {
+        scmp: NONE,
+        slow: 2,
+        drop: 3,
+    };
+
     fn run(&mut self, sh: &mut Shared, batch: Batch, outs: &mut Outs) {
         if !sh.fixed_now {
             sh.dp.now_ns = system_now_ns();

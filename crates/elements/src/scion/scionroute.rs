@@ -35,36 +35,27 @@
 
 use super::core::{Next, Plan, Verdict};
 use super::steps::{self, Outs, Ports, Shared, Step};
-use linerate_runtime::{Batch, ConfigureCtx, Element, ElementClass};
+use linerate_runtime::{Batch, ElementClass};
 
 /// The `SCIONRoute` element class.
-pub const CLASS: ElementClass = steps::class(
-    "SCIONRoute",
-    "1/1-6",
-    element_doc!("scion/scionroute"),
-    make,
-);
+pub const CLASS: ElementClass =
+    steps::class::<Route>("SCIONRoute", "1/1-6", element_doc!("scion/scionroute"));
 
 /// Output for crossovers.
 const CROSS: usize = 1;
 /// Output for local delivery.
 const DELIVER: usize = 2;
 
+#[derive(Default)]
 struct Route;
 
-fn make(ctx: &ConfigureCtx<'_>) -> Result<Box<dyn Element>, Vec<String>> {
-    steps::make(
-        ctx,
-        Route,
-        Ports {
-            scmp: 3,
-            slow: 4,
-            drop: 5,
-        },
-    )
-}
-
 impl Step for Route {
+    const PORTS: Ports = Ports {
+        scmp: 3,
+        slow: 4,
+        drop: 5,
+    };
+
     fn run(&mut self, sh: &mut Shared, batch: Batch, outs: &mut Outs) {
         let dp = &mut sh.dp;
         for mut p in batch {

@@ -32,31 +32,25 @@
 //! bytes in a fresh buffer, the SCMP checksum. The packet itself is freed.
 
 use super::steps::{self, Outs, Ports, Shared, Step, NONE};
-use linerate_runtime::{Batch, ConfigureCtx, Element, ElementClass};
+use linerate_runtime::{Batch, ElementClass};
 
 /// The `SCIONSCMPError` element class.
-pub const CLASS: ElementClass = steps::class(
+pub const CLASS: ElementClass = steps::class::<ScmpError>(
     "SCIONSCMPError",
     "1/1-2",
     element_doc!("scion/scionscmperror"),
-    make,
 );
 
+#[derive(Default)]
 struct ScmpError;
 
-fn make(ctx: &ConfigureCtx<'_>) -> Result<Box<dyn Element>, Vec<String>> {
-    steps::make(
-        ctx,
-        ScmpError,
-        Ports {
-            scmp: NONE,
-            slow: NONE,
-            drop: 1,
-        },
-    )
-}
-
 impl Step for ScmpError {
+    const PORTS: Ports = Ports {
+        scmp: NONE,
+        slow: NONE,
+        drop: 1,
+    };
+
     fn run(&mut self, sh: &mut Shared, batch: Batch, outs: &mut Outs) {
         let dp = &mut sh.dp;
         for mut p in batch {

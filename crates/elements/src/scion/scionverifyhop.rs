@@ -36,14 +36,13 @@
 use super::core::{hop_mac, Plan, Verdict};
 use super::mac::mac_equal;
 use super::steps::{self, Outs, Ports, Shared, Step, NONE};
-use linerate_runtime::{Batch, ConfigureCtx, Element, ElementClass, MAX_BATCH};
+use linerate_runtime::{Batch, ElementClass, MAX_BATCH};
 
 /// The `SCIONVerifyHop` element class.
-pub const CLASS: ElementClass = steps::class(
+pub const CLASS: ElementClass = steps::class::<VerifyHop>(
     "SCIONVerifyHop",
     "1/1-3",
     element_doc!("scion/scionverifyhop"),
-    make,
 );
 
 /// Per-batch MAC work: blocks, expected MACs, SCMP answers.
@@ -53,23 +52,23 @@ struct VerifyHop {
     ok: [bool; MAX_BATCH],
 }
 
-fn make(ctx: &ConfigureCtx<'_>) -> Result<Box<dyn Element>, Vec<String>> {
-    steps::make(
-        ctx,
+impl Default for VerifyHop {
+    fn default() -> VerifyHop {
         VerifyHop {
             blocks: Box::new([[0; 16]; MAX_BATCH]),
             checks: Box::new([([0; 6], Verdict::Slow); MAX_BATCH]),
             ok: [false; MAX_BATCH],
-        },
-        Ports {
-            scmp: 1,
-            slow: NONE,
-            drop: 2,
-        },
-    )
+        }
+    }
 }
 
 impl Step for VerifyHop {
+    const PORTS: Ports = Ports {
+        scmp: 1,
+        slow: NONE,
+        drop: 2,
+    };
+
     fn run(&mut self, sh: &mut Shared, mut batch: Batch, outs: &mut Outs) {
         let dp = &mut sh.dp;
         let n = batch.len().min(MAX_BATCH);

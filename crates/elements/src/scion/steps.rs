@@ -118,7 +118,9 @@ fn lock(m: &Mutex<Shared>) -> MutexGuard<'_, Shared> {
 }
 
 /// One step's work on a batch, with the configuration locked.
-pub(crate) trait Step: Send + 'static {
+pub(crate) trait Step: Default + Send + 'static {
+    /// The step's side outputs.
+    const PORTS: Ports;
     /// Puts every packet of `batch` on one of `outs`.
     fn run(&mut self, sh: &mut Shared, batch: Batch, outs: &mut Outs);
 }
@@ -205,11 +207,7 @@ pub(crate) struct StepElement<S> {
 }
 
 /// Makes a step element whose only argument is the configuration's name.
-pub(crate) fn make<S: Step>(
-    ctx: &ConfigureCtx<'_>,
-    step: S,
-    ports: Ports,
-) -> Result<Box<dyn Element>, Vec<String>> {
+fn make<S: Step>(ctx: &ConfigureCtx<'_>) -> Result<Box<dyn Element>, Vec<String>> {
     use linerate_args::Args;
     let mut a = Args::new(&ctx.args);
     let config: Option<String> = a.read_mp("CONFIG");
@@ -219,10 +217,10 @@ pub(crate) fn make<S: Step>(
     Ok(Box::new(StepElement {
         config,
         cfg: None,
-        step,
+        step: S::default(),
         outs: Outs {
             b: Default::default(),
-            ports,
+            ports: S::PORTS,
         },
     }))
 }
@@ -256,18 +254,17 @@ impl<S: Step> Element for StepElement<S> {
 }
 
 /// The element class of a step.
-pub(crate) const fn class(
+pub(crate) const fn class<S: Step>(
     name: &'static str,
     port_count: &'static str,
     doc: &'static str,
-    make: linerate_runtime::element::MakeFn,
 ) -> ElementClass {
     ElementClass {
         name,
         port_count,
         processing: "h/h",
         doc,
-        make,
+        make: make::<S>,
     }
 }
 

@@ -153,7 +153,6 @@ pub fn cases(dir: &Path) -> Vec<Case> {
     let steps = |what: &str, goal: f64, frames: fn(usize) -> Vec<Vec<u8>>| Case {
         element: "SCION steps",
         config: "SCIONSteps".to_string(),
-        what: what.to_string(),
         reference: None,
         prelude: format!(
             "br :: SCIONConfig(CONFIG {}, NOW 1700000100);\n\
@@ -163,12 +162,7 @@ pub fn cases(dir: &Path) -> Vec<Case> {
              route[1] -> mac; }}",
             conf.display()
         ),
-        outputs: 1,
-        sizes: vec![150, 1500],
-        frames: Box::new(frames),
-        per_byte: false,
-        scale: 1.0,
-        goal: Some(Goal::Mpps(goal)),
+        ..mk(what, goal, frames)
     };
     vec![
         mk("transit, 1 MAC check", 30.0, transit),

@@ -814,29 +814,31 @@ impl MicroflowTable {
                     };
                     let h = hash_key(&k.key, k.vlan);
                     let (i, hit) = Self::ref_slot(r, bucket(h, nbuckets, ways), ways, &sk);
-                    let restarts = match &r.slots[i] {
-                        Some((_, d)) if hit => rules.expired(d, k.f.ts).is_some(),
-                        _ => true,
-                    };
-                    if restarts {
-                        self.mark.new = self.mark.new.min(k.f.ts);
-                    }
-                    match r.slots[i].take() {
+                    let started = match r.slots[i].take() {
                         Some((ok, mut d)) if hit => match rules.expired(&d, k.f.ts) {
                             Some(reason) => {
                                 self.emit(out, ok, &d, reason);
                                 r.slots[i] = Some((sk, start(&k.f)));
+                                true
                             }
                             None => {
                                 update_ref(&mut d, &k.f);
                                 r.slots[i] = Some((ok, d));
+                                false
                             }
                         },
                         Some((ok, d)) => {
                             self.emit(out, ok, &d, end_reason::LACK_OF_RESOURCES);
                             r.slots[i] = Some((sk, start(&k.f)));
+                            true
                         }
-                        None => r.slots[i] = Some((sk, start(&k.f))),
+                        None => {
+                            r.slots[i] = Some((sk, start(&k.f)));
+                            true
+                        }
+                    };
+                    if started {
+                        self.mark.new = self.mark.new.min(k.f.ts);
                     }
                     if rules.tcpend && k.key.proto == 6 && k.f.flags & 0x05 != 0 {
                         let rk = SlotKey {

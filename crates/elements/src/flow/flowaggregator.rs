@@ -228,10 +228,11 @@ impl Waiting {
 }
 
 /// [`Config::gate`]'s verdict.
+/// (Each with the flow's deadline, or its end reason.)
 enum Gate {
-    Merge,
+    Merge(u64),
     Split(u8),
-    Defer,
+    Defer(u64),
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -283,17 +284,15 @@ impl Config {
     /// gap: then `m` waits until the watermark passes the deadline. A flow's
     /// microflows wait in order.
     fn gate(&self, f: &Flow, m: &Microflow, w: Option<u64>) -> Gate {
-        if f.deferred > 0 {
-            return Gate::Defer;
-        }
-        if !self.timeouts() {
-            return Gate::Merge;
-        }
-        let (dl, reason) = self.deadline(f);
-        if dl > m.dir.first_ns {
-            Gate::Merge
-        } else if w.is_some_and(|w| dl > w) {
-            Gate::Defer
+        let (dl, reason) = if self.timeouts() {
+            self.deadline(f)
+        } else {
+            (u64::MAX, 0)
+        };
+        if f.deferred > 0 || (dl <= m.dir.first_ns && w.is_some_and(|w| dl > w)) {
+            Gate::Defer(dl)
+        } else if dl > m.dir.first_ns {
+            Gate::Merge(dl)
         } else {
             Gate::Split(reason)
         }
@@ -384,6 +383,22 @@ struct Fast {
 struct Reference {
     flows: HashMap<(FlowKey, u16), Flow>,
     flush_order: Vec<(FlowKey, u16)>,
+}
+
+impl Reference {
+    /// The table key of `m`'s flow, and whether `m` is its reverse
+    /// direction; `None` if the flow is not in the table.
+    fn find(&self, cfg: &Config, m: &Microflow, vlan: u16) -> Option<((FlowKey, u16), bool)> {
+        let fk = (m.key, vlan);
+        let rk = (m.key.reversed(), vlan);
+        if self.flows.contains_key(&fk) {
+            Some((fk, false))
+        } else if cfg.biflow && self.flows.contains_key(&rk) {
+            Some((rk, true))
+        } else {
+            None
+        }
+    }
 }
 
 enum Table {
@@ -657,17 +672,18 @@ impl FlowAggregator {
         let new = match &mut self.table {
             Table::Fast(f) => {
                 let mut found = f.find(&cfg, h, &m.key, vlan);
+                let mut before = u64::MAX;
                 if let Some((s, _)) = found {
                     let fl = &mut f.flows[s as usize];
                     match cfg.gate(fl, m, w) {
-                        Gate::Merge => {}
+                        Gate::Merge(dl) => before = dl,
                         Gate::Split(reason) => {
                             let fl = *fl;
                             f.remove(s);
                             emit(&mut self.stats, out, cfg.record(&fl, reason), reason);
                             found = None;
                         }
-                        Gate::Defer => return self.waiting.push(fl, cfg.deadline(fl).0, m, h),
+                        Gate::Defer(dl) => return self.waiting.push(fl, dl, m, h),
                     }
                 }
                 let (s, rev, new) = match found {
@@ -675,11 +691,8 @@ impl FlowAggregator {
                     None => (f.insert(h, Flow::new(m, vlan, id)), false, true),
                 };
                 let fl = &mut f.flows[s as usize];
-                let before = if new || !cfg.timeouts() {
-                    u64::MAX
-                } else {
-                    cfg.deadline(fl).0
-                };
+                // The deadline the heap knows (none for a new flow).
+                let before = if new { u64::MAX } else { before };
                 let ended = cfg.apply(fl, m, rev);
                 if ended {
                     // The fast path evicted the other direction's microflow
@@ -700,25 +713,18 @@ impl FlowAggregator {
             }
             Table::Reference(r) => {
                 let fk = (m.key, vlan);
-                let rk = (m.key.reversed(), vlan);
-                let mut found = if r.flows.contains_key(&fk) {
-                    Some((fk, false))
-                } else if cfg.biflow && r.flows.contains_key(&rk) {
-                    Some((rk, true))
-                } else {
-                    None
-                };
+                let mut found = r.find(&cfg, m, vlan);
                 if let Some((k, _)) = found {
                     if let Some(fl) = r.flows.get_mut(&k) {
                         match cfg.gate(fl, m, w) {
-                            Gate::Merge => {}
+                            Gate::Merge(_) => {}
                             Gate::Split(reason) => {
                                 let rec = cfg.record(fl, reason);
                                 r.flows.remove(&k);
                                 emit(&mut self.stats, out, rec, reason);
                                 found = None;
                             }
-                            Gate::Defer => return self.waiting.push(fl, cfg.deadline(fl).0, m, h),
+                            Gate::Defer(dl) => return self.waiting.push(fl, dl, m, h),
                         }
                     }
                 }
@@ -758,15 +764,8 @@ impl FlowAggregator {
                 Some(&mut f.flows[s as usize])
             }
             Table::Reference(r) => {
-                let fk = (m.key, vlan);
-                let rk = (m.key.reversed(), vlan);
-                if r.flows.contains_key(&fk) {
-                    r.flows.get_mut(&fk)
-                } else if cfg.biflow {
-                    r.flows.get_mut(&rk)
-                } else {
-                    None
-                }
+                let (k, _) = r.find(&cfg, m, vlan)?;
+                r.flows.get_mut(&k)
             }
         }
     }
@@ -797,15 +796,20 @@ impl FlowAggregator {
         let mut order = std::mem::take(&mut self.replay_order);
         self.waiting.due = u64::MAX;
         for (i, (m, h)) in items.iter().enumerate() {
-            match self.flow_of(m, *h) {
-                Some(fl) if cfg.deadline(fl).0 > w => {
+            let waits = match self.flow_of(m, *h) {
+                Some(fl) => {
                     let dl = cfg.deadline(fl).0;
+                    if dl <= w {
+                        fl.deferred = 0;
+                    }
+                    (dl > w).then_some(dl)
+                }
+                None => None,
+            };
+            match waits {
+                Some(dl) => {
                     self.waiting.due = self.waiting.due.min(dl);
                     self.waiting.items.push((*m, *h));
-                }
-                Some(fl) => {
-                    fl.deferred = 0;
-                    order.push((m.dir.first_ns, i as u32));
                 }
                 None => order.push((m.dir.first_ns, i as u32)),
             }

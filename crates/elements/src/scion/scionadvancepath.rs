@@ -29,7 +29,7 @@
 //! `SCIONRoute` and `SCIONParse`, and carried by the annotated hop.
 
 use super::core::{Plan, Verdict};
-use super::steps::{self, Outs, Ports, Shared, Step, NONE};
+use super::steps::{self, Outs, Ports, Shared, Step};
 use linerate_runtime::{Batch, ElementClass};
 
 /// The `SCIONAdvancePath` element class.
@@ -43,11 +43,7 @@ pub const CLASS: ElementClass = steps::class::<AdvancePath>(
 struct AdvancePath;
 
 impl Step for AdvancePath {
-    const PORTS: Ports = Ports {
-        scmp: NONE,
-        slow: NONE,
-        drop: 1,
-    };
+    const PORTS: Ports = steps::DROP_ONLY;
 
     fn run(&mut self, sh: &mut Shared, batch: Batch, outs: &mut Outs) {
         let dp = &mut sh.dp;

@@ -34,7 +34,7 @@
 //! Ethernet addresses.
 
 use super::core::Verdict;
-use super::steps::{self, Outs, Ports, Shared, Step, NONE};
+use super::steps::{self, Outs, Ports, Shared, Step};
 use linerate_runtime::{Batch, ElementClass};
 
 /// The `SCIONEgress` element class.
@@ -45,11 +45,7 @@ pub const CLASS: ElementClass =
 struct Egress;
 
 impl Step for Egress {
-    const PORTS: Ports = Ports {
-        scmp: NONE,
-        slow: NONE,
-        drop: 1,
-    };
+    const PORTS: Ports = steps::DROP_ONLY;
 
     fn run(&mut self, sh: &mut Shared, batch: Batch, outs: &mut Outs) {
         let dp = &mut sh.dp;

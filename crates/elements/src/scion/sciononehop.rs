@@ -29,7 +29,7 @@
 //! spot: one-hop paths carry beacons and are rare).
 
 use super::core::Verdict;
-use super::steps::{self, Outs, Ports, Shared, Step, NONE};
+use super::steps::{self, Outs, Ports, Shared, Step};
 use linerate_runtime::{Batch, ElementClass};
 
 /// The `SCIONOneHop` element class.
@@ -40,11 +40,7 @@ pub const CLASS: ElementClass =
 struct OneHop;
 
 impl Step for OneHop {
-    const PORTS: Ports = Ports {
-        scmp: NONE,
-        slow: NONE,
-        drop: 1,
-    };
+    const PORTS: Ports = steps::DROP_ONLY;
 
     fn run(&mut self, sh: &mut Shared, batch: Batch, outs: &mut Outs) {
         let dp = &mut sh.dp;

@@ -31,7 +31,7 @@
 //! reversed with the wire crate's `StandardRepr`, a quote of at most 1232
 //! bytes in a fresh buffer, the SCMP checksum. The packet itself is freed.
 
-use super::steps::{self, Outs, Ports, Shared, Step, NONE};
+use super::steps::{self, Outs, Ports, Shared, Step};
 use linerate_runtime::{Batch, ElementClass};
 
 /// The `SCIONSCMPError` element class.
@@ -45,11 +45,7 @@ pub const CLASS: ElementClass = steps::class::<ScmpError>(
 struct ScmpError;
 
 impl Step for ScmpError {
-    const PORTS: Ports = Ports {
-        scmp: NONE,
-        slow: NONE,
-        drop: 1,
-    };
+    const PORTS: Ports = steps::DROP_ONLY;
 
     fn run(&mut self, sh: &mut Shared, batch: Batch, outs: &mut Outs) {
         let dp = &mut sh.dp;

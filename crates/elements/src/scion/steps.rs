@@ -45,6 +45,13 @@ pub(crate) struct Ports {
 /// No such output.
 pub(crate) const NONE: usize = usize::MAX;
 
+/// The ports of a step whose only side output is the drop output 1.
+pub(crate) const DROP_ONLY: Ports = Ports {
+    scmp: NONE,
+    slow: NONE,
+    drop: 1,
+};
+
 /// Output 0: the next step.
 pub(crate) const NEXT: usize = 0;
 

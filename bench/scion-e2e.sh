@@ -18,21 +18,26 @@
 # - the same with the softirq time of the router's core added (from
 #   /proc/stat): on loopback, delivering what the router sends into the
 #   sink's socket runs in softirq on the router's core, and with
-#   IRQ-time accounting that time is not charged to the process.
+#   IRQ-time accounting that time is not charged to the process, and
+# - the one-way latency from the generator's send to the sink's receive
+#   (p50 and p99 of the first packet of every batch; see bench/scion-e2e),
+#   which shows what linerate's COALESCE (interrupt moderation) costs.
 # On a 2-core machine the generator, the sink and the router share the
 # cores, so packets per CPU-second is the fair comparison.
 #
 # Environment: GO (default: go on PATH, then /usr/local/go/bin/go),
 # LINERATE (default: a release build), RUNS (5), SECS (5), SIZES
 # ("150 1500"), BASE (first port, 41000), ROUTER_CPU (0), GEN_CPU (1),
-# BURST (linerate's SCIONLinks BURST, 64), ROUTERS ("reference linerate").
+# BURST (linerate's SCIONLinks BURST, 64), COALESCE (linerate's SCIONLinks
+# interrupt moderation in microseconds, one run per value: "0 100"),
+# ROUTERS ("reference linerate").
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 target="${CARGO_TARGET_DIR:-$root/target}"
 go="${GO:-$(command -v go || echo /usr/local/go/bin/go)}"
 RUNS="${RUNS:-5}" SECS="${SECS:-5}" SIZES="${SIZES:-150 1500}" BASE="${BASE:-41000}"
 ROUTER_CPU="${ROUTER_CPU:-0}" GEN_CPU="${GEN_CPU:-1}" BURST="${BURST:-64}"
-ROUTERS="${ROUTERS:-reference linerate}"
+ROUTERS="${ROUTERS:-reference linerate}" COALESCE="${COALESCE:-0 100}"
 export GOMODCACHE="${GOMODCACHE:-$target/go/mod}" GOCACHE="${GOCACHE:-$target/go/cache}"
 export GOFLAGS=-mod=mod GOTOOLCHAIN=local
 
@@ -100,7 +105,18 @@ median() { sort -g | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]
 echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')"
 echo "load before: $(uptime | sed 's/.*load average/load average/')"
 results=()
+variants=()
 for r in $ROUTERS; do
+  if [ "$r" = linerate ]; then
+    for c in $COALESCE; do variants+=("linerate:$c"); done
+  else
+    variants+=("$r")
+  fi
+done
+for v in "${variants[@]}"; do
+  r="${v%%:*}"
+  label="$r"
+  if [ "$r" = linerate ]; then label="linerate (COALESCE ${v#*:})"; fi
   if [ "$r" = reference ] && [ -n "$ref_err" ]; then
     echo "$r: skipped: $ref_err"
     continue
@@ -108,7 +124,7 @@ for r in $ROUTERS; do
   case "$r" in
   linerate)
     taskset -c "$ROUTER_CPU" "$LINERATE" run "$root/nfs/scion-br-live-fused.click" CONFIG="$cfg" \
-      BURST="$BURST" --http "127.0.0.1:$((BASE + 91))" --no-summary >"$work/$r.log" 2>&1 &
+      BURST="$BURST" COALESCE="${v#*:}" --http "127.0.0.1:$((BASE + 91))" --no-summary >"$work/$r.log" 2>&1 &
     ;;
   reference)
     taskset -c "$ROUTER_CPU" "$ref" --config "$cfg/br.toml" >"$work/$r.log" 2>&1 &
@@ -123,7 +139,7 @@ for r in $ROUTERS; do
     echo "$r: did not start:"; cat "$work/$r.log"; exit 1
   fi
   for size in $SIZES; do
-    : >"$work/pps" && : >"$work/cpu" && : >"$work/cpusi"
+    : >"$work/pps" && : >"$work/cpu" && : >"$work/cpusi" && : >"$work/p50" && : >"$work/p99"
     for run in $(seq "$RUNS"); do
       t0="$(now_s)" c0="$(cpu_ticks "$pid")" f0="$(forwarded "$r")" i0="$(softirq_ticks)"
       out="$(taskset -c "$GEN_CPU" "$gen" run -base "$BASE" -size "$size" -secs "$SECS")"
@@ -132,18 +148,21 @@ for r in $ROUTERS; do
         'BEGIN { cs = c / hz; ct = (c + si) / hz
                  printf "%.0f %.0f %.0f %.2f %.2f", f / (t1 - t0), (cs > 0 ? f / cs : 0), (ct > 0 ? f / ct : 0), cs / (t1 - t0), si / hz / (t1 - t0) }')"
       read -r pps ppc ppt util siu <<<"$line"
-      echo "$r size=$size run=$run: forwarded $((f1 - f0)) in $(awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.2f", b-a}') s," \
+      echo "$label size=$size run=$run: forwarded $((f1 - f0)) in $(awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.2f", b-a}') s," \
         "$pps pps, $ppc per CPU-s, $ppt per CPU-s with softirq (router CPU $util, core softirq $siu), generator: $out"
       echo "$pps" >>"$work/pps"
       echo "$ppc" >>"$work/cpu"
       echo "$ppt" >>"$work/cpusi"
+      read -r p50 p99 <<<"$(awk '{ for (i = 1; i < NF; i++) if ($i == "latency_us") print $(i + 1), $(i + 2) }' <<<"$out")"
+      echo "$p50" >>"$work/p50"
+      echo "$p99" >>"$work/p99"
     done
-    results+=("| $r | $size | $(median <"$work/pps") | $(median <"$work/cpu") | $(median <"$work/cpusi") |")
+    results+=("| $label | $size | $(median <"$work/pps") | $(median <"$work/cpu") | $(median <"$work/cpusi") | $(median <"$work/p50") / $(median <"$work/p99") |")
   done
   stop_router
 done
 echo "load after: $(uptime | sed 's/.*load average/load average/')"
 echo
-echo "| router | IPv4 packet bytes | forwarded pps (median of $RUNS) | per router CPU-second (median) | per CPU-second incl. core softirq (median) |"
-echo "|---|---|---|---|---|"
+echo "| router | IPv4 packet bytes | forwarded pps (median of $RUNS) | per router CPU-second (median) | per CPU-second incl. core softirq (median) | one-way latency p50 / p99 us (median) |"
+echo "|---|---|---|---|---|---|"
 printf '%s\n' "${results[@]}"

@@ -14,12 +14,17 @@
 //	    the router), built with the reference library, from the child's
 //	    socket with sendmmsg batches for S seconds, as fast as it can, and
 //	    counts with recvmmsg what arrives at the parent's socket. BYTES is
-//	    the IPv4 packet size on the wire (IPv4 + UDP + SCION). Prints
-//	    "sent N received M".
+//	    the IPv4 packet size on the wire (IPv4 + UDP + SCION). The first
+//	    packet of each batch carries its send time (nanoseconds since the
+//	    start, little-endian) in its last 8 payload bytes, which transit
+//	    routers do not read; the sink takes the one-way latency of each
+//	    such packet it receives. Prints "sent N received M latency_us P50
+//	    P99 samples K".
 package main
 
 import (
 	"encoding/base64"
+	"encoding/binary"
 	"flag"
 	"fmt"
 	"hash"
@@ -27,6 +32,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -137,7 +143,13 @@ func run(base, size int, secs float64, batch int) {
 	must(child.SetWriteBuffer(8 << 20))
 	pkt := transit(size)
 	to := net.UDPAddrFromAddrPort(netip.MustParseAddrPort(ep("127.0.0.2", base+2)))
+	if len(pkt) < 92+8 {
+		fmt.Fprintln(os.Stderr, "size too small for a send time in the payload")
+		os.Exit(2)
+	}
+	t0 := time.Now()
 	var received atomic.Int64
+	var lat []int64
 	stop := make(chan struct{})
 	done := make(chan struct{})
 	go func() {
@@ -152,6 +164,15 @@ func run(base, size int, secs float64, batch int) {
 			n, err := pc.ReadBatch(msgs, 0)
 			if n > 0 {
 				received.Add(int64(n))
+				now := int64(time.Since(t0))
+				for _, m := range msgs[:n] {
+					if m.N < 8 {
+						continue
+					}
+					if ts := int64(binary.LittleEndian.Uint64(m.Buffers[0][m.N-8 : m.N])); ts != 0 {
+						lat = append(lat, now-ts)
+					}
+				}
 			}
 			if err != nil {
 				select {
@@ -168,9 +189,12 @@ func run(base, size int, secs float64, batch int) {
 		msgs[i].Buffers = [][]byte{pkt}
 		msgs[i].Addr = to
 	}
+	stamped := append([]byte(nil), pkt...)
+	msgs[0].Buffers = [][]byte{stamped}
 	sent := 0
 	end := time.Now().Add(time.Duration(secs * float64(time.Second)))
 	for time.Now().Before(end) {
+		binary.LittleEndian.PutUint64(stamped[len(stamped)-8:], uint64(time.Since(t0)))
 		n, err := pc.WriteBatch(msgs, 0)
 		if n > 0 {
 			sent += n
@@ -182,7 +206,15 @@ func run(base, size int, secs float64, batch int) {
 	time.Sleep(200 * time.Millisecond)
 	close(stop)
 	<-done
-	fmt.Printf("sent %d received %d\n", sent, received.Load())
+	slices.Sort(lat)
+	q := func(f float64) float64 {
+		if len(lat) == 0 {
+			return 0
+		}
+		return float64(lat[int(f*float64(len(lat)-1))]) / 1e3
+	}
+	fmt.Printf("sent %d received %d latency_us %.0f %.0f samples %d\n",
+		sent, received.Load(), q(0.5), q(0.99), len(lat))
 }
 
 func main() {

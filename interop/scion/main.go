@@ -11,7 +11,7 @@
 //
 // Usage: scion-interop -linerate PATH [-click nfs/scion-br.click] [-work DIR]
 //
-//	[-live-click nfs/scion-br-live.click]
+//	[-live-click nfs/scion-br-live.click] [-live-args "COALESCE=200"]
 package main
 
 import (
@@ -496,6 +496,7 @@ func main() {
 	click := flag.String("click", "nfs/scion-br.click", "router configuration")
 	work := flag.String("work", "", "scratch folder (default: a temporary one)")
 	liveClick := flag.String("live-click", "", "also check the live form with this configuration")
+	liveArgs := flag.String("live-args", "", "more NAME=VALUE arguments for the live form, space-separated")
 	flag.Parse()
 	var err error
 	macF, err = scrypto.HFMacFactory([]byte(master))
@@ -543,7 +544,7 @@ func main() {
 	}
 	fails := checkCases("", cs, byFlow)
 	if *liveClick != "" {
-		fails += runLive(*bin, *liveClick, dir)
+		fails += runLive(*bin, *liveClick, dir, strings.Fields(*liveArgs))
 	}
 	if fails > 0 {
 		os.Exit(1)

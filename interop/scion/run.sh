@@ -6,7 +6,8 @@
 # runs the live form nfs/scion-br-live.click on a loopback topology with UDP
 # sockets standing in for the neighbours and checks what they receive; then
 # the same for the fused forms (nfs/scion-br-fused.click,
-# nfs/scion-br-live-fused.click: one SCIONRouter element).
+# nfs/scion-br-live-fused.click: one SCIONRouter element, with SCIONLinks'
+# interrupt moderation on: COALESCE=200).
 #
 # Go caches live under the cargo target directory (GOMODCACHE, GOCACHE), so a
 # warm CI cache makes the Go build incremental. GO (default: go on PATH, then
@@ -31,4 +32,4 @@ cd "$root"
 "$target/go/scion-interop" -linerate "$LINERATE" -click nfs/scion-br.click -work "$work" \
   -live-click nfs/scion-br-live.click
 "$target/go/scion-interop" -linerate "$LINERATE" -click nfs/scion-br-fused.click -work "$work" \
-  -live-click nfs/scion-br-live-fused.click
+  -live-click nfs/scion-br-live-fused.click -live-args "COALESCE=200"

@@ -405,9 +405,10 @@ impl Mmsg {
     }
 }
 
-/// Waits up to `timeout_ms` for any of `fds` to become readable.
-/// Returns true if one is.
-pub fn wait_readable(fds: &[RawFd], timeout_ms: i32) -> bool {
+/// Waits up to `timeout_ms` (0: not at all, as one `poll(2)`) for any of
+/// the first 64 of `fds` to become readable. Returns the readable ones as a
+/// bit mask (bit i: `fds[i]`); 0 if none is.
+pub fn readable(fds: &[RawFd], timeout_ms: i32) -> u64 {
     const MAX: usize = 64;
     let mut p = [libc::pollfd {
         fd: -1,
@@ -421,7 +422,14 @@ pub fn wait_readable(fds: &[RawFd], timeout_ms: i32) -> bool {
     }
     // SAFETY: p holds n initialised pollfd entries.
     let r = unsafe { libc::poll(p.as_mut_ptr(), n as libc::nfds_t, timeout_ms) };
-    r > 0
+    if r <= 0 {
+        return 0;
+    }
+    p[..n]
+        .iter()
+        .enumerate()
+        .filter(|(_, q)| q.revents != 0)
+        .fold(0, |m, (i, _)| m | 1 << i)
 }
 
 /// Writes `a` as a C socket address into `st`; returns its length.
@@ -519,7 +527,7 @@ mod tests {
             if got >= want {
                 break;
             }
-            wait_readable(&[port.as_raw_fd()], 10);
+            readable(&[port.as_raw_fd()], 10);
         }
         got
     }

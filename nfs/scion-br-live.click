@@ -2,7 +2,8 @@
 // like the reference router: one socket per interface of this router, bound
 // to its underlay.local, and one on its internal_addr; the router is built
 // from one element per pipeline step, as nfs/scion-br.click
-// (nfs/scion-br-live-fused.click: the same as one SCIONRouter element).
+// (nfs/scion-br-live-fused.click: the same as one SCIONRouter element,
+// which is also what `linerate run` makes of this graph unless --no-fuse).
 //
 //   linerate run nfs/scion-br-live.click CONFIG=dir [ID=br-name] \
 //       [NOW=unix-seconds] [BURST=n] [COALESCE=microseconds]

@@ -13,7 +13,9 @@
 // EPIC-HP), untouched; DROPPED the silently dropped ones. NOW fixes the
 // data-plane clock (default: the system clock); the handler br.now reads and
 // sets it while running. nfs/scion-br-fused.click is the same router as one
-// SCIONRouter element (the same step functions, fused: faster).
+// SCIONRouter element (the same step functions, fused: faster); `linerate
+// run` runs this graph fused too, with the same frames and handlers, unless
+// given --no-fuse (docs/scion.md).
 //
 // Handlers (also in Prometheus via --http): br.ifN_in_packets, _in_bytes,
 // _out_packets, _out_bytes per interface id N and internal_*, br.drops_*,

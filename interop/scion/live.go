@@ -66,7 +66,7 @@ type peer struct {
 }
 
 // runLive checks the live form; returns the number of failed cases.
-func runLive(bin, click, dir string, args []string) int {
+func runLive(bin string, run []string, click, dir string, args []string) int {
 	base := 20000 + rand.Intn(400)*100
 	cfg := filepath.Join(dir, "live-config")
 	must(os.MkdirAll(filepath.Join(cfg, "keys"), 0o755))
@@ -89,7 +89,7 @@ func runLive(bin, click, dir string, args []string) int {
 			p.conn.Close()
 		}
 	}()
-	argv := append([]string{"run", click, "CONFIG=" + cfg, fmt.Sprintf("NOW=%d", now)}, args...)
+	argv := append(append(run, click, "CONFIG="+cfg, fmt.Sprintf("NOW=%d", now)), args...)
 	cmd := exec.Command(bin, append(argv, "-h", "links.if1_tx_packets", "-h", "links.tx_unroutable")...)
 	var stderr strings.Builder
 	cmd.Stdout, cmd.Stderr = &stderr, &stderr

@@ -11,7 +11,7 @@
 //
 // Usage: scion-interop -linerate PATH [-click nfs/scion-br.click] [-work DIR]
 //
-//	[-live-click nfs/scion-br-live.click] [-live-args "COALESCE=200"]
+//	[-live-click nfs/scion-br-live.click] [-live-args "COALESCE=200"] [-no-fuse]
 package main
 
 import (
@@ -497,6 +497,7 @@ func main() {
 	work := flag.String("work", "", "scratch folder (default: a temporary one)")
 	liveClick := flag.String("live-click", "", "also check the live form with this configuration")
 	liveArgs := flag.String("live-args", "", "more NAME=VALUE arguments for the live form, space-separated")
+	noFuse := flag.Bool("no-fuse", false, "run the step elements as written (linerate run --no-fuse)")
 	flag.Parse()
 	var err error
 	macF, err = scrypto.HFMacFactory([]byte(master))
@@ -522,7 +523,11 @@ func main() {
 		must(w.WritePacket(ci, c.frame))
 	}
 	must(f.Close())
-	cmd := exec.Command(*bin, "run", *click, "CONFIG="+cfg, "INPUT="+inPath, "OUTPUT="+outPath, fmt.Sprintf("NOW=%d", now))
+	run := []string{"run"}
+	if *noFuse {
+		run = append(run, "--no-fuse")
+	}
+	cmd := exec.Command(*bin, append(run, *click, "CONFIG="+cfg, "INPUT="+inPath, "OUTPUT="+outPath, fmt.Sprintf("NOW=%d", now))...)
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	must(cmd.Run())
 	byFlow := map[uint32][]out{}
@@ -544,7 +549,7 @@ func main() {
 	}
 	fails := checkCases("", cs, byFlow)
 	if *liveClick != "" {
-		fails += runLive(*bin, *liveClick, dir, strings.Fields(*liveArgs))
+		fails += runLive(*bin, run, *liveClick, dir, strings.Fields(*liveArgs))
 	}
 	if fails > 0 {
 		os.Exit(1)

@@ -4,8 +4,10 @@
 # go.mod): builds the checker with Go, runs nfs/scion-br.click through the
 # linerate binary and decodes the output with the reference library, then
 # runs the live form nfs/scion-br-live.click on a loopback topology with UDP
-# sockets standing in for the neighbours and checks what they receive; then
-# the same for the fused forms (nfs/scion-br-fused.click,
+# sockets standing in for the neighbours and checks what they receive, both
+# with the step elements as written (--no-fuse) and as linerate runs them by
+# default (the steps fused into one SCIONRouter); then the same for the
+# fused forms (nfs/scion-br-fused.click,
 # nfs/scion-br-live-fused.click: one SCIONRouter element, with SCIONLinks'
 # interrupt moderation on: COALESCE=200).
 #
@@ -29,6 +31,8 @@ fi
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 cd "$root"
+"$target/go/scion-interop" -linerate "$LINERATE" -click nfs/scion-br.click -work "$work" \
+  -live-click nfs/scion-br-live.click -no-fuse
 "$target/go/scion-interop" -linerate "$LINERATE" -click nfs/scion-br.click -work "$work" \
   -live-click nfs/scion-br-live.click
 "$target/go/scion-interop" -linerate "$LINERATE" -click nfs/scion-br-fused.click -work "$work" \

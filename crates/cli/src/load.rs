@@ -96,17 +96,25 @@ pub fn with_snippets(mut d: Diagnostics, src: &Source) -> Diagnostics {
     d
 }
 
-/// Parse and build a router.
+/// Parse and build a router. With `fuse`, complete SCION step graphs run as
+/// one `SCIONRouter` (`linerate_elements::scion::fuse`); the notes say
+/// which.
 pub fn build(
     src: &Source,
     vars: &[(String, String)],
     reg: &Registry,
     opts: RouterOptions,
     clickpath: &[PathBuf],
-) -> Result<(Config, Router), Diagnostics> {
-    let config = parse(src, vars, reg, clickpath).map_err(|d| with_snippets(d, src))?;
+    fuse: bool,
+) -> Result<(Config, Router, Vec<String>), Diagnostics> {
+    let mut config = parse(src, vars, reg, clickpath).map_err(|d| with_snippets(d, src))?;
+    let notes = if fuse {
+        linerate_elements::scion::fuse::fuse(&mut config)
+    } else {
+        Vec::new()
+    };
     let router = Router::build(&config, reg, opts).map_err(|d| with_snippets(d, src))?;
-    Ok((config, router))
+    Ok((config, router, notes))
 }
 
 /// Split `X=value` command-line words.

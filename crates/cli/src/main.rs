@@ -70,6 +70,10 @@ struct RunOpts {
     /// Do not print the end-of-run summary.
     #[arg(long)]
     no_summary: bool,
+    /// Keep SCION step elements as written (by default a complete step
+    /// graph runs as one fused SCIONRouter: the same frames and handlers).
+    #[arg(long)]
+    no_fuse: bool,
     /// Directory to search for `require(library ...)` files (repeatable).
     #[arg(short = 'C', long = "clickpath")]
     clickpath: Vec<PathBuf>,
@@ -192,8 +196,8 @@ fn conf_cmd(o: ConfOpts, what: &str) -> i32 {
         return 1;
     };
     match what {
-        "check" => match load::build(&src, &vars, &reg, Default::default(), &o.clickpath) {
-            Ok((c, _)) => {
+        "check" => match load::build(&src, &vars, &reg, Default::default(), &o.clickpath, false) {
+            Ok((c, _, _)) => {
                 for w in &c.warnings {
                     eprint!("{w}");
                 }
@@ -282,6 +286,7 @@ fn main() -> ExitCode {
                 warnings: true,
                 clickpath: o.clickpath,
                 burst: o.burst,
+                fuse: !o.no_fuse,
                 ..RunArgs::default()
             };
             run::run(&args, &linerate_elements::registry())

@@ -46,6 +46,8 @@ pub struct RunArgs {
     pub clickpath: Vec<PathBuf>,
     /// Default burst of sources and pulling tasks (`None`: the runtime's).
     pub burst: Option<usize>,
+    /// Run complete SCION step graphs as one `SCIONRouter`.
+    pub fuse: bool,
 }
 
 /// Run a configuration; returns the process exit status.
@@ -61,16 +63,22 @@ pub fn run(args: &RunArgs, reg: &Registry) -> i32 {
         default_burst: args.burst.unwrap_or(linerate_runtime::DEFAULT_BURST),
         ..RouterOptions::default()
     };
-    let (config, mut router) = match build(src, &args.vars, reg, opts, &args.clickpath) {
-        Ok(x) => x,
-        Err(d) => {
-            eprint!("{d}");
-            return 1;
-        }
-    };
+    let (config, mut router, notes) =
+        match build(src, &args.vars, reg, opts, &args.clickpath, args.fuse) {
+            Ok(x) => x,
+            Err(d) => {
+                eprint!("{d}");
+                return 1;
+            }
+        };
     if args.warnings {
         for w in &config.warnings {
             eprint!("{w}");
+        }
+    }
+    if args.summary {
+        for n in &notes {
+            eprintln!("{}: note: {n}", src.name());
         }
     }
     let mut status = 0;

@@ -286,9 +286,16 @@ fn run(frames: &[Vec<u8>], imp: &str, tag: &str) -> Out {
         o("drop").display()
     );
     let mut side = Vec::new();
-    let r = if imp == "steps" {
-        let (text, names) = steps_text();
-        side = names;
+    let r = if imp == "steps" || imp == "xform" {
+        // "xform": nfs/scion-br.click as written, fused into one
+        // SCIONRouter by the configuration pass `linerate run` applies.
+        let text = if imp == "steps" {
+            let (text, names) = steps_text();
+            side = names;
+            text
+        } else {
+            std::fs::read_to_string(nfs("scion-br.click")).unwrap()
+        };
         let vars = [
             ("CONFIG", dir.display().to_string()),
             ("INPUT", inp.display().to_string()),
@@ -303,8 +310,10 @@ fn run(frames: &[Vec<u8>], imp: &str, tag: &str) -> Out {
             catalog: &reg,
             clickpath: vec![],
         };
-        let c = linerate_lang::parse_str(&text, "scion-br.click", &opts)
+        let mut c = linerate_lang::parse_str(&text, "scion-br.click", &opts)
             .unwrap_or_else(|e| panic!("{e}"));
+        let notes = linerate_elements::scion::fuse::fuse(&mut c);
+        assert_eq!(notes.len(), usize::from(imp == "xform"), "{notes:?}");
         let mut r = linerate_runtime::Router::build(&c, &reg, RouterOptions::default())
             .unwrap_or_else(|e| panic!("{e}"));
         r.run();
@@ -370,9 +379,14 @@ fn run(frames: &[Vec<u8>], imp: &str, tag: &str) -> Out {
 /// `nfs/scion-br.click` with a `Counter` on every step's side output
 /// (`a[k] -> b` becomes `a[k] -> a_k :: Counter -> b`); the counters'
 /// names with the `a[k]` they count.
+fn nfs(file: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../nfs")
+        .join(file)
+}
+
 fn steps_text() -> (String, Vec<(String, String)>) {
-    let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../nfs/scion-br.click");
-    let text = std::fs::read_to_string(file).unwrap();
+    let text = std::fs::read_to_string(nfs("scion-br.click")).unwrap();
     let mut out = String::new();
     let mut names = Vec::new();
     for line in text.lines() {
@@ -915,11 +929,116 @@ proptest! {
         }
         let a = run(&frames, "fast", "prop-steps");
         let b = run(&frames, "steps", "prop-steps");
+        // nfs/scion-br.click fused by the configuration pass: exactly the
+        // fused router, frames in the same order.
+        let c = run(&frames, "xform", "prop-steps");
+        prop_assert_eq!(&a.sent, &c.sent);
+        prop_assert_eq!(&a.slow, &c.slow);
+        prop_assert_eq!(&a.dropped, &c.dropped);
+        prop_assert_eq!(&a.handlers, &c.handlers);
         let sorted = |mut v: Vec<Vec<u8>>| { v.sort(); v };
         prop_assert_eq!(sorted(a.sent), sorted(b.sent));
         prop_assert_eq!(sorted(a.slow), sorted(b.slow));
         prop_assert_eq!(sorted(a.dropped), sorted(b.dropped));
         prop_assert_eq!(a.handlers, b.handlers);
+    }
+}
+
+/// The configuration pass fuses the step graphs of nfs/scion-br.click and
+/// nfs/scion-br-live.click into one SCIONRouter named like the
+/// SCIONConfig, wired as the steps were, and leaves alone every graph that
+/// differs from the pattern.
+#[test]
+fn step_graphs_fuse_only_when_complete() {
+    use linerate_elements::scion::fuse::fuse;
+    let reg = linerate_elements::registry();
+    let parse = |text: &str| {
+        let opts = linerate_lang::ParseOptions {
+            vars: [
+                ("CONFIG", "topo"),
+                ("INPUT", "in.pcap"),
+                ("OUTPUT", "out.pcap"),
+            ]
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .to_vec(),
+            catalog: &reg,
+            clickpath: vec![],
+        };
+        linerate_lang::parse_str(text, "t.click", &opts).unwrap_or_else(|e| panic!("{e}"))
+    };
+    let wiring = |c: &linerate_lang::Config, e: usize| {
+        let mut v: Vec<String> = c
+            .connections
+            .iter()
+            .filter_map(|x| {
+                let name = |i: usize| c.elements[i].name.as_str();
+                (x.from == e)
+                    .then(|| format!("[{}] -> {}", x.from_port, name(x.to)))
+                    .or_else(|| (x.to == e).then(|| format!("{} ->", name(x.from))))
+            })
+            .collect();
+        v.sort();
+        v
+    };
+    for (file, input, sent, slow) in [
+        ("scion-br.click", "FromDump@6", "out", "slow"),
+        ("scion-br-live.click", "links", "links", "slow"),
+    ] {
+        let text = std::fs::read_to_string(nfs(file)).unwrap();
+        let mut c = parse(&text);
+        let n = c.elements.len();
+        assert_eq!(fuse(&mut c).len(), 1, "{file}");
+        assert_eq!(c.elements.len(), n - 10, "{file}");
+        let br = c.element_index("br").unwrap();
+        assert_eq!(c.elements[br].class, "SCIONRouter");
+        assert!(c.elements[br].config.contains("CONFIG topo"));
+        assert!(!c.elements.iter().any(|e| e.class.starts_with("SCION")
+            && !matches!(e.class.as_str(), "SCIONRouter" | "SCIONLinks")));
+        let mut want = vec![
+            format!("[0] -> {sent}"),
+            format!("[1] -> {slow}"),
+            "[2] -> dropped".to_string(),
+            format!("{input} ->"),
+        ];
+        want.sort();
+        assert_eq!(wiring(&c, br), want, "{file}");
+        // The fused configuration is a valid one (ports, processing).
+        let flat = c.to_click();
+        assert!(flat.contains("SCIONRouter"), "{flat}");
+    }
+    let text = std::fs::read_to_string(nfs("scion-br.click")).unwrap();
+    for (what, from, to) in [
+        (
+            "an element between two steps",
+            "-> mac :: SCIONVerifyHop(br)",
+            "-> Counter -> mac :: SCIONVerifyHop(br)",
+        ),
+        (
+            "a side output elsewhere",
+            "hop[2] -> dropped;",
+            "hop[2] -> Discard;",
+        ),
+        (
+            "a second user of the SCIONConfig",
+            "scmp :: SCIONSCMPError(br);",
+            "scmp :: SCIONSCMPError(br); Idle -> SCIONParse(br) -> Discard;",
+        ),
+        (
+            "a step fed from outside",
+            "scmp :: SCIONSCMPError(br);",
+            "scmp :: SCIONSCMPError(br); Idle -> [0]scmp;",
+        ),
+        (
+            "a second SCIONConfig for one step",
+            "-> hop :: SCIONCheckHop(br)",
+            "-> hop :: SCIONCheckHop(br2)",
+        ),
+    ] {
+        assert!(text.contains(from), "{what}");
+        let mut c = parse(&text.replacen(from, to, 1));
+        let before = c.to_click();
+        assert!(fuse(&mut c).is_empty(), "{what}");
+        assert_eq!(c.to_click(), before, "{what}");
     }
 }
 

@@ -5,10 +5,12 @@
 //! (`SCIONParse` ... `SCIONSCMPError`, sharing a `SCIONConfig`) run the
 //! same step functions one or a few per element (`docs/scion.md`). [`core`]
 //! holds the pipeline, [`mac`] the hop-field MAC and key derivation, and
-//! [`topology`] the reference router's configuration files.
+//! [`topology`] the reference router's configuration files; [`fuse`]
+//! replaces a complete step graph with one `SCIONRouter`.
 
 pub mod core;
 pub mod fastpath;
+pub mod fuse;
 pub mod mac;
 pub mod scionadvancepath;
 pub mod scioncheckegress;

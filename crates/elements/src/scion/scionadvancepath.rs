@@ -40,7 +40,7 @@ pub const CLASS: ElementClass = steps::class::<AdvancePath>(
 );
 
 #[derive(Default)]
-struct AdvancePath;
+pub(crate) struct AdvancePath;
 
 impl Step for AdvancePath {
     const PORTS: Ports = steps::DROP_ONLY;

@@ -39,7 +39,7 @@ pub const CLASS: ElementClass = steps::class::<CheckEgress>(
 );
 
 #[derive(Default)]
-struct CheckEgress;
+pub(crate) struct CheckEgress;
 
 impl Step for CheckEgress {
     const PORTS: Ports = Ports {

@@ -43,7 +43,7 @@ pub const CLASS: ElementClass = steps::class::<CheckHop>(
 );
 
 #[derive(Default)]
-struct CheckHop;
+pub(crate) struct CheckHop;
 
 impl Step for CheckHop {
     const PORTS: Ports = Ports {

@@ -39,7 +39,7 @@ pub const CLASS: ElementClass =
     steps::class::<Deliver>("SCIONDeliver", "1/1-3", element_doc!("scion/sciondeliver"));
 
 #[derive(Default)]
-struct Deliver;
+pub(crate) struct Deliver;
 
 impl Step for Deliver {
     const PORTS: Ports = Ports {

@@ -42,7 +42,7 @@ pub const CLASS: ElementClass =
     steps::class::<Egress>("SCIONEgress", "1/1-2", element_doc!("scion/scionegress"));
 
 #[derive(Default)]
-struct Egress;
+pub(crate) struct Egress;
 
 impl Step for Egress {
     const PORTS: Ports = steps::DROP_ONLY;

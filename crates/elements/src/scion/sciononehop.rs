@@ -37,7 +37,7 @@ pub const CLASS: ElementClass =
     steps::class::<OneHop>("SCIONOneHop", "1/1-2", element_doc!("scion/sciononehop"));
 
 #[derive(Default)]
-struct OneHop;
+pub(crate) struct OneHop;
 
 impl Step for OneHop {
     const PORTS: Ports = steps::DROP_ONLY;

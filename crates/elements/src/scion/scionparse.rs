@@ -48,7 +48,7 @@ pub const CLASS: ElementClass =
 const ONEHOP: usize = 1;
 
 #[derive(Default)]
-struct Parse;
+pub(crate) struct Parse;
 
 impl Step for Parse {
     const PORTS: Ports = Ports {

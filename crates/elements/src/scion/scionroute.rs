@@ -47,7 +47,7 @@ const CROSS: usize = 1;
 const DELIVER: usize = 2;
 
 #[derive(Default)]
-struct Route;
+pub(crate) struct Route;
 
 impl Step for Route {
     const PORTS: Ports = Ports {

@@ -42,7 +42,7 @@ pub const CLASS: ElementClass = steps::class::<ScmpError>(
 );
 
 #[derive(Default)]
-struct ScmpError;
+pub(crate) struct ScmpError;
 
 impl Step for ScmpError {
     const PORTS: Ports = steps::DROP_ONLY;

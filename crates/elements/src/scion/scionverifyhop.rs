@@ -46,7 +46,7 @@ pub const CLASS: ElementClass = steps::class::<VerifyHop>(
 );
 
 /// Per-batch MAC work: blocks, expected MACs, SCMP answers.
-struct VerifyHop {
+pub(crate) struct VerifyHop {
     blocks: Box<[[u8; 16]; MAX_BATCH]>,
     checks: Box<[([u8; 6], Verdict); MAX_BATCH]>,
     ok: [bool; MAX_BATCH],

@@ -279,3 +279,48 @@ fn bad_configuration_files_are_clear_errors() {
         }
     }
 }
+
+/// `linerate run` runs nfs/scion-br.click's step graph as one SCIONRouter
+/// and says so; `--no-fuse` keeps the steps; `-o` shows the configuration
+/// that ran.
+#[test]
+fn run_fuses_the_scion_step_graph_unless_told_not_to() {
+    let t = TempDir::new("fuse");
+    t.write(
+        "topology.json",
+        r#"{"isd_as": "1-ff00:0:110", "border_routers": {"br1": {
+  "internal_addr": "10.0.0.1:30042", "interfaces": {
+  "1": {"underlay": {"local": "192.0.2.1:50001", "remote": "192.0.2.101:50000"}, "isd_as": "1-ff00:0:100", "link_to": "parent"}}}}}"#,
+    );
+    std::fs::create_dir_all(t.join("keys")).unwrap();
+    t.write("keys/master0.key", "c2Npb24tdmVjdG9ycy1rMA==\n");
+    let conf = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../nfs/scion-br.click");
+    let cfg = format!("CONFIG={}", t.join("").display());
+    // An empty classic pcap: the file header only (Ethernet, snaplen 65535).
+    let mut pcap = vec![0xd4, 0xc3, 0xb2, 0xa1, 2, 0, 4, 0];
+    pcap.extend([0; 8]);
+    pcap.extend([0xff, 0xff, 0, 0, 1, 0, 0, 0]);
+    let input = format!("INPUT={}", t.write("in.pcap", pcap).display());
+    let output = format!("OUTPUT={}", t.join("out.pcap").display());
+    for (flag, fused) in [(None, true), (Some("--no-fuse"), false)] {
+        let mut args = vec!["run", "-q", "-o", "-"];
+        args.extend(flag);
+        let mut c = linerate(&args);
+        c.arg(&conf).args([&cfg, &input, &output]);
+        let o = run(&mut c);
+        o.expect_code(0);
+        assert_eq!(
+            o.stderr.contains("run fused as one SCIONRouter 'br'"),
+            fused,
+            "{}",
+            o.stderr
+        );
+        assert_eq!(
+            o.stdout.contains("br :: SCIONRouter("),
+            fused,
+            "{}",
+            o.stdout
+        );
+        assert_eq!(o.stdout.contains("SCIONParse("), !fused, "{}", o.stdout);
+    }
+}

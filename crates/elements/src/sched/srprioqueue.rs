@@ -442,6 +442,21 @@ impl ArrayQueue {
                 out.push(p);
             }
         }
+        if iq > 8 * ia {
+            // Few arrivals into a long queue: find each one's place by
+            // binary search and move the queued packets after it in one
+            // block (two `memmove`s), not one at a time.
+            while ia > 0 {
+                let a = c.ord[ia - 1] as usize;
+                let j = keys[..iq].partition_point(|&k| k <= c.key[a]);
+                keys.copy_within(j..iq, j + ia);
+                pkts[j..iq + ia].rotate_right(ia);
+                iq = j;
+                ia -= 1;
+                keys[j + ia] = c.key[a];
+                pkts[j + ia] = c.pkt[a].take();
+            }
+        }
         while ia > 0 {
             t -= 1;
             let a = c.ord[ia - 1] as usize;

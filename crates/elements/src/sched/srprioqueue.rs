@@ -94,13 +94,13 @@
 //! allocated per packet.
 //!
 //! Measured (`linerate bench elements SRPrioQueue`, session 6): 32 packets
-//! in 64-packet bursts, half dropped, 22.6 ns → 7.5 ns a packet (204 → 96
+//! in 64-packet bursts, half dropped, 21.7 ns → 7.5 ns a packet (204 → 96
 //! instructions); about 3 ns of that is the bench graph's push-and-pull
-//! path, which costs as much with a plain `Queue(32)` (44-47
-//! instructions, 10-12 cycles a packet). The sorted array it replaces spent half its time
-//! in its per-arrival insert loop and `memmove`. The AVX2 count instead of
-//! the portable loop saves 36 of those 96 instructions and about 15 % of
-//! the run's cycles.
+//! path, which costs as much with a plain `Queue(32)` (44-47 instructions,
+//! 10-12 cycles a packet). The sorted array it replaces spent half its
+//! time in its per-arrival insert loop and `memmove`. The AVX2 count
+//! instead of the portable loop saves 36 of those 96 instructions and
+//! about 15 % of the run's cycles.
 //!
 //! `IMPL reference` keeps the packets in the standard library's ordered map
 //! (`BTreeMap`) keyed by (priority, 64-bit arrival number): `pop_first`

@@ -267,14 +267,6 @@ impl ArrayQueue {
         }
     }
 
-    /// The same as [`ArrayQueue::new`]: arrival order is kept by position,
-    /// not by arrival numbers, so there is no number to start at (`first`
-    /// is ignored; tests that exercised the old wrap-around still run).
-    pub fn starting_at(capacity: usize, first: u32) -> ArrayQueue {
-        let _ = first;
-        ArrayQueue::new(capacity)
-    }
-
     /// Packets queued.
     pub fn len(&self) -> usize {
         self.len

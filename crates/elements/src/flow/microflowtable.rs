@@ -521,8 +521,150 @@ struct Fast {
     tags: Vec<u32>,
     keys: Vec<Words>,
     cells: Vec<Cell>,
-    /// Per-batch scratch: keys, hashes and features (reused).
-    scratch: Vec<(Words, u64, Feat)>,
+    /// The batch's keyed packets between the two passes (reused; as long
+    /// as the largest batch so far, filled by index so that the length
+    /// stays in a register).
+    jobs: Vec<Job>,
+}
+
+/// A keyed packet between the two passes of a batch.
+#[derive(Clone, Copy, Default)]
+struct Job {
+    w: Words,
+    /// The bucket's first slot.
+    b: u32,
+    tag: u32,
+    f: Feat,
+}
+
+impl Fast {
+    /// Pass 1: read each packet's key and features, hash and place the key,
+    /// prefetch the bucket's tag, key and counter lines; returns the number
+    /// of keyed packets (`jobs[..n]`) and raises `now` to the latest packet
+    /// time.
+    #[inline(always)]
+    fn gather<const WAYS: usize>(
+        &mut self,
+        batch: &Batch,
+        nbuckets: usize,
+        now: &mut u64,
+    ) -> usize {
+        if self.jobs.len() < batch.len() {
+            self.jobs.resize(batch.len(), Job::default());
+        }
+        let mut n = 0;
+        for p in batch.iter() {
+            if let Some((w, f)) = parse_words(p) {
+                let h = hash_words(&w);
+                let b = bucket(h, nbuckets, WAYS);
+                prefetch(self.tags.as_ptr().wrapping_add(b));
+                prefetch(self.keys.as_ptr().wrapping_add(b));
+                prefetch(self.cells.as_ptr().wrapping_add(b));
+                *now = (*now).max(f.ts);
+                self.jobs[n] = Job {
+                    w,
+                    b: b as u32,
+                    tag: tag_of(h),
+                    f,
+                };
+                n += 1;
+            }
+        }
+        n
+    }
+
+    /// Pick the slot for `k` in bucket `b`: (slot, hit).
+    #[inline(always)]
+    fn slot<const WAYS: usize>(&self, b: usize, tag: u32, k: &Words) -> (usize, bool) {
+        if WAYS == 1 {
+            return (b, self.tags[b] == tag && same(&self.keys[b], k));
+        }
+        for w in 0..2 {
+            if self.tags[b + w] == tag && same(&self.keys[b + w], k) {
+                return (b + w, true);
+            }
+        }
+        let v = if self.tags[b] != 0
+            && (self.tags[b + 1] == 0 || self.cells[b + 1].0.last_ns < self.cells[b].0.last_ns)
+        {
+            b + 1
+        } else {
+            b
+        };
+        (v, false)
+    }
+
+    /// Pass 2: meter the `n` gathered packets in order.
+    #[inline(always)]
+    fn update_all<const WAYS: usize>(
+        &mut self,
+        n: usize,
+        nbuckets: usize,
+        rules: Rules,
+        stats: &mut Stats,
+        new: &mut u64,
+        out: &mut Batch,
+    ) {
+        let jobs = std::mem::take(&mut self.jobs);
+        for j in &jobs[..n] {
+            let (w, k) = (&j.w, &j.f);
+            let (i, hit) = self.slot::<WAYS>(j.b as usize, j.tag, w);
+            if hit {
+                let d = &mut self.cells[i].0;
+                match rules.expired(d, k.ts) {
+                    Some(r) => {
+                        let old = std::mem::replace(d, start(k));
+                        emit(stats, out, unwords(w), &old, r);
+                        *new = (*new).min(k.ts);
+                    }
+                    None => update(d, k),
+                }
+            } else {
+                if self.tags[i] != 0 {
+                    let ok = unwords(&self.keys[i]);
+                    emit(
+                        stats,
+                        out,
+                        ok,
+                        &self.cells[i].0,
+                        end_reason::LACK_OF_RESOURCES,
+                    );
+                }
+                self.tags[i] = j.tag;
+                self.keys[i] = *w;
+                self.cells[i].0 = start(k);
+                *new = (*new).min(k.ts);
+            }
+            if rules.tcpend && k.flags & 0x05 != 0 && (w[4] >> 32) as u8 == 6 {
+                // The other direction's microflow goes first, so that a
+                // biflow's record is complete when it ends.
+                let rw = reversed(w);
+                let rh = hash_words(&rw);
+                let rb = bucket(rh, nbuckets, WAYS);
+                if let (ri, true) = self.slot::<WAYS>(rb, tag_of(rh), &rw) {
+                    if ri != i {
+                        emit(
+                            stats,
+                            out,
+                            unwords(&rw),
+                            &self.cells[ri].0,
+                            end_reason::END_OF_FLOW,
+                        );
+                        self.tags[ri] = 0;
+                    }
+                }
+                emit(
+                    stats,
+                    out,
+                    unwords(w),
+                    &self.cells[i].0,
+                    end_reason::END_OF_FLOW,
+                );
+                self.tags[i] = 0;
+            }
+        }
+        self.jobs = jobs;
+    }
 }
 
 /// The reference implementation's table.
@@ -605,7 +747,7 @@ fn make(ctx: &ConfigureCtx<'_>) -> Result<Box<dyn Element>, Vec<String>> {
             tags: vec![0; nslots],
             keys: vec![[0; 5]; nslots],
             cells: vec![Cell::default(); nslots],
-            scratch: Vec::with_capacity(linerate_runtime::MAX_BATCH),
+            jobs: vec![Job::default(); linerate_runtime::MAX_BATCH],
         }),
         "reference" => Table::Reference(Reference {
             slots: vec![None; nslots],
@@ -643,6 +785,21 @@ fn make(ctx: &ConfigureCtx<'_>) -> Result<Box<dyn Element>, Vec<String>> {
     }))
 }
 
+/// Send a microflow record (and the ignored count since the previous record).
+fn emit(stats: &mut Stats, out: &mut Batch, key: SlotKey, d: &Direction, reason: u8) {
+    let m = Microflow {
+        vlan: key.vlan,
+        reason,
+        key: key.key,
+        dir: *d,
+        ignored: std::mem::take(&mut stats.ignored_pending),
+        ..Microflow::new()
+    };
+    stats.microflows += 1;
+    stats.by_reason[reason as usize] += 1;
+    out.push(m.to_packet());
+}
+
 /// Index of a hash's bucket's first slot (`nbuckets` = slots / ways).
 #[inline(always)]
 fn bucket(h: u64, nbuckets: usize, ways: usize) -> usize {
@@ -656,17 +813,7 @@ fn tag_of(h: u64) -> u32 {
 
 impl MicroflowTable {
     fn emit(&mut self, out: &mut Batch, key: SlotKey, d: &Direction, reason: u8) {
-        let m = Microflow {
-            vlan: key.vlan,
-            reason,
-            key: key.key,
-            dir: *d,
-            ignored: std::mem::take(&mut self.stats.ignored_pending),
-            ..Microflow::new()
-        };
-        self.stats.microflows += 1;
-        self.stats.by_reason[reason as usize] += 1;
-        out.push(m.to_packet());
+        emit(&mut self.stats, out, key, d, reason);
     }
 
     /// Send a watermark record (`dir.packets` 0, `dir.first_ns` = `w`): every
@@ -680,27 +827,6 @@ impl MicroflowTable {
         m.dir.first_ns = w;
         self.mark.sent = Some(w);
         out.push(m.to_packet());
-    }
-
-    /// Pick the slot for `k` in its bucket: (slot, hit).
-    #[inline(always)]
-    fn fast_slot(f: &Fast, b: usize, ways: usize, tag: u32, k: &Words) -> (usize, bool) {
-        if ways == 1 {
-            return (b, f.tags[b] == tag && same(&f.keys[b], k));
-        }
-        for w in 0..2 {
-            if f.tags[b + w] == tag && same(&f.keys[b + w], k) {
-                return (b + w, true);
-            }
-        }
-        let v = if f.tags[b] != 0
-            && (f.tags[b + 1] == 0 || f.cells[b + 1].0.last_ns < f.cells[b].0.last_ns)
-        {
-            b + 1
-        } else {
-            b
-        };
-        (v, false)
     }
 
     fn ref_slot(r: &Reference, b: usize, ways: usize, sk: &SlotKey) -> (usize, bool) {
@@ -736,63 +862,20 @@ impl MicroflowTable {
         );
         match &mut table {
             Table::Fast(f) => {
-                f.scratch.clear();
-                let mut keyed = 0u64;
-                for p in batch.iter() {
-                    if let Some((w, k)) = parse_words(p) {
-                        let h = hash_words(&w);
-                        let b = bucket(h, nbuckets, ways);
-                        prefetch(f.tags.as_ptr().wrapping_add(b));
-                        prefetch(f.keys.as_ptr().wrapping_add(b));
-                        prefetch(f.cells.as_ptr().wrapping_add(b));
-                        f.scratch.push((w, h, k));
-                        keyed += 1;
-                    }
+                let mut now = self.stats.now;
+                let keyed = if ways == 1 {
+                    f.gather::<1>(&batch, nbuckets, &mut now)
+                } else {
+                    f.gather::<2>(&batch, nbuckets, &mut now)
+                };
+                self.stats.now = now;
+                self.sort_ignored(batch, keyed as u64, nokey);
+                let (stats, new) = (&mut self.stats, &mut self.mark.new);
+                if ways == 1 {
+                    f.update_all::<1>(keyed, nbuckets, rules, stats, new, out);
+                } else {
+                    f.update_all::<2>(keyed, nbuckets, rules, stats, new, out);
                 }
-                self.sort_ignored(batch, keyed, nokey);
-                let scratch = std::mem::take(&mut f.scratch);
-                for (w, h, k) in &scratch {
-                    self.stats.now = self.stats.now.max(k.ts);
-                    let tag = tag_of(*h);
-                    let (i, hit) = Self::fast_slot(f, bucket(*h, nbuckets, ways), ways, tag, w);
-                    if hit {
-                        if let Some(r) = rules.expired(&f.cells[i].0, k.ts) {
-                            let d = f.cells[i].0;
-                            self.emit(out, unwords(w), &d, r);
-                            f.cells[i].0 = start(k);
-                            self.mark.new = self.mark.new.min(k.ts);
-                        } else {
-                            update(&mut f.cells[i].0, k);
-                        }
-                    } else {
-                        if f.tags[i] != 0 {
-                            let (ok, d) = (unwords(&f.keys[i]), f.cells[i].0);
-                            self.emit(out, ok, &d, end_reason::LACK_OF_RESOURCES);
-                        }
-                        f.tags[i] = tag;
-                        f.keys[i] = *w;
-                        f.cells[i].0 = start(k);
-                        self.mark.new = self.mark.new.min(k.ts);
-                    }
-                    if rules.tcpend && k.flags & 0x05 != 0 && (w[4] >> 32) as u8 == 6 {
-                        // The other direction's microflow goes first, so
-                        // that a biflow's record is complete when it ends.
-                        let rw = reversed(w);
-                        let rh = hash_words(&rw);
-                        let rb = bucket(rh, nbuckets, ways);
-                        if let (ri, true) = Self::fast_slot(f, rb, ways, tag_of(rh), &rw) {
-                            if ri != i {
-                                let d = f.cells[ri].0;
-                                self.emit(out, unwords(&rw), &d, end_reason::END_OF_FLOW);
-                                f.tags[ri] = 0;
-                            }
-                        }
-                        let d = f.cells[i].0;
-                        self.emit(out, unwords(w), &d, end_reason::END_OF_FLOW);
-                        f.tags[i] = 0;
-                    }
-                }
-                f.scratch = scratch;
             }
             Table::Reference(r) => {
                 let mut keyed = 0u64;
@@ -879,57 +962,67 @@ impl MicroflowTable {
     /// Evict timed-out microflows among the next `n` slots; at the end of
     /// each rotation, send the watermark.
     fn sweep(&mut self, n: usize, out: &mut Batch) {
-        let rules = self.rules;
-        let (now, nslots) = (self.stats.now, self.nslots);
-        let mut hand = self.hand;
-        let mut kept = self.mark.kept;
-        let mut table = std::mem::replace(
-            &mut self.table,
-            Table::Reference(Reference { slots: vec![] }),
-        );
-        for _ in 0..n.min(nslots) {
-            let i = hand;
-            hand = if i + 1 == nslots { 0 } else { i + 1 };
-            let held = match &mut table {
-                Table::Fast(f) => {
-                    if f.tags[i] == 0 {
-                        None
-                    } else if let Some(r) = rules.expired(&f.cells[i].0, now) {
-                        f.tags[i] = 0;
-                        let d = f.cells[i].0;
-                        self.emit(out, unwords(&f.keys[i]), &d, r);
-                        None
-                    } else {
-                        Some(f.cells[i].0.first_ns)
+        let mut left = n.min(self.nslots);
+        while left > 0 {
+            let lo = self.hand;
+            let hi = (lo + left).min(self.nslots);
+            left -= hi - lo;
+            let kept = self.sweep_run(lo, hi, out);
+            self.mark.kept = self.mark.kept.min(kept);
+            if hi < self.nslots {
+                self.hand = hi;
+                continue;
+            }
+            self.hand = 0;
+            let w = self.mark.kept.min(self.mark.new).min(self.stats.now);
+            if self.mark.sent.is_none_or(|s| w > s) {
+                self.send_mark(out, w);
+            }
+            self.mark.kept = u64::MAX;
+            self.mark.new = u64::MAX;
+        }
+    }
+
+    /// Sweep slots `lo..hi`: evict the expired microflows and return the
+    /// smallest first-packet time of those left in place (`u64::MAX` if none).
+    fn sweep_run(&mut self, lo: usize, hi: usize, out: &mut Batch) -> u64 {
+        let (rules, now) = (self.rules, self.stats.now);
+        let stats = &mut self.stats;
+        let mut kept = u64::MAX;
+        match &mut self.table {
+            Table::Fast(f) => {
+                let slots = f.tags[lo..hi]
+                    .iter_mut()
+                    .zip(&f.cells[lo..hi])
+                    .zip(&f.keys[lo..hi]);
+                for ((tag, cell), key) in slots {
+                    if *tag == 0 {
+                        continue;
+                    }
+                    match rules.expired(&cell.0, now) {
+                        Some(r) => {
+                            *tag = 0;
+                            emit(stats, out, unwords(key), &cell.0, r);
+                        }
+                        None => kept = kept.min(cell.0.first_ns),
                     }
                 }
-                Table::Reference(t) => match t.slots[i] {
-                    Some((k, d)) => match rules.expired(&d, now) {
-                        Some(r) => {
-                            t.slots[i] = None;
-                            self.emit(out, k, &d, r);
-                            None
-                        }
-                        None => Some(d.first_ns),
-                    },
-                    None => None,
-                },
-            };
-            if let Some(t) = held {
-                kept = kept.min(t);
             }
-            if hand == 0 {
-                let w = kept.min(self.mark.new).min(now);
-                if self.mark.sent.is_none_or(|s| w > s) {
-                    self.send_mark(out, w);
+            Table::Reference(t) => {
+                for slot in &mut t.slots[lo..hi] {
+                    if let Some((k, d)) = *slot {
+                        match rules.expired(&d, now) {
+                            Some(r) => {
+                                *slot = None;
+                                emit(stats, out, k, &d, r);
+                            }
+                            None => kept = kept.min(d.first_ns),
+                        }
+                    }
                 }
-                kept = u64::MAX;
-                self.mark.new = u64::MAX;
             }
         }
-        self.mark.kept = kept;
-        self.hand = hand;
-        self.table = table;
+        kept
     }
 
     /// Evict up to `max` microflows from `flush_pos` on (forced end); true

@@ -573,7 +573,93 @@ impl Fast {
         n
     }
 
-    /// Pick the slot for `k` in bucket `b`: (slot, hit).
+    /// Pass 2: meter the `n` gathered packets in order.
+    #[inline(always)]
+    fn update_all<const WAYS: usize>(
+        &mut self,
+        n: usize,
+        nbuckets: usize,
+        rules: Rules,
+        stats: &mut Stats,
+        new: &mut u64,
+        out: &mut Batch,
+    ) {
+        let jobs = std::mem::take(&mut self.jobs);
+        // Three slices of one length and bucket indices clamped to the last
+        // bucket (a no-op: `bucket` stays below it), so that the compiler
+        // drops the bounds checks of the slot accesses.
+        let len = self.tags.len();
+        assert!(len >= WAYS);
+        let last = len - WAYS;
+        let s = Slots {
+            tags: &mut self.tags[..],
+            keys: &mut self.keys[..len],
+            cells: &mut self.cells[..len],
+        };
+        for j in &jobs[..n] {
+            let (w, k) = (&j.w, &j.f);
+            let (i, hit) = s.slot::<WAYS>((j.b as usize).min(last), j.tag, w);
+            if hit {
+                let d = &mut s.cells[i].0;
+                match rules.expired(d, k.ts) {
+                    Some(r) => {
+                        let old = std::mem::replace(d, start(k));
+                        emit(stats, out, unwords(w), &old, r);
+                        *new = (*new).min(k.ts);
+                    }
+                    None => update(d, k),
+                }
+            } else {
+                if s.tags[i] != 0 {
+                    let ok = unwords(&s.keys[i]);
+                    emit(stats, out, ok, &s.cells[i].0, end_reason::LACK_OF_RESOURCES);
+                }
+                s.tags[i] = j.tag;
+                s.keys[i] = *w;
+                s.cells[i].0 = start(k);
+                *new = (*new).min(k.ts);
+            }
+            if rules.tcpend && k.flags & 0x05 != 0 && (w[4] >> 32) as u8 == 6 {
+                // The other direction's microflow goes first, so that a
+                // biflow's record is complete when it ends.
+                let rw = reversed(w);
+                let rh = hash_words(&rw);
+                let rb = bucket(rh, nbuckets, WAYS).min(last);
+                if let (ri, true) = s.slot::<WAYS>(rb, tag_of(rh), &rw) {
+                    if ri != i {
+                        emit(
+                            stats,
+                            out,
+                            unwords(&rw),
+                            &s.cells[ri].0,
+                            end_reason::END_OF_FLOW,
+                        );
+                        s.tags[ri] = 0;
+                    }
+                }
+                emit(
+                    stats,
+                    out,
+                    unwords(w),
+                    &s.cells[i].0,
+                    end_reason::END_OF_FLOW,
+                );
+                s.tags[i] = 0;
+            }
+        }
+        self.jobs = jobs;
+    }
+}
+
+/// The fast table's arrays, each as long as the table.
+struct Slots<'a> {
+    tags: &'a mut [u32],
+    keys: &'a mut [Words],
+    cells: &'a mut [Cell],
+}
+
+impl Slots<'_> {
+    /// Pick the slot for `k` in the bucket from slot `b` on: (slot, hit).
     #[inline(always)]
     fn slot<const WAYS: usize>(&self, b: usize, tag: u32, k: &Words) -> (usize, bool) {
         if WAYS == 1 {
@@ -592,78 +678,6 @@ impl Fast {
             b
         };
         (v, false)
-    }
-
-    /// Pass 2: meter the `n` gathered packets in order.
-    #[inline(always)]
-    fn update_all<const WAYS: usize>(
-        &mut self,
-        n: usize,
-        nbuckets: usize,
-        rules: Rules,
-        stats: &mut Stats,
-        new: &mut u64,
-        out: &mut Batch,
-    ) {
-        let jobs = std::mem::take(&mut self.jobs);
-        for j in &jobs[..n] {
-            let (w, k) = (&j.w, &j.f);
-            let (i, hit) = self.slot::<WAYS>(j.b as usize, j.tag, w);
-            if hit {
-                let d = &mut self.cells[i].0;
-                match rules.expired(d, k.ts) {
-                    Some(r) => {
-                        let old = std::mem::replace(d, start(k));
-                        emit(stats, out, unwords(w), &old, r);
-                        *new = (*new).min(k.ts);
-                    }
-                    None => update(d, k),
-                }
-            } else {
-                if self.tags[i] != 0 {
-                    let ok = unwords(&self.keys[i]);
-                    emit(
-                        stats,
-                        out,
-                        ok,
-                        &self.cells[i].0,
-                        end_reason::LACK_OF_RESOURCES,
-                    );
-                }
-                self.tags[i] = j.tag;
-                self.keys[i] = *w;
-                self.cells[i].0 = start(k);
-                *new = (*new).min(k.ts);
-            }
-            if rules.tcpend && k.flags & 0x05 != 0 && (w[4] >> 32) as u8 == 6 {
-                // The other direction's microflow goes first, so that a
-                // biflow's record is complete when it ends.
-                let rw = reversed(w);
-                let rh = hash_words(&rw);
-                let rb = bucket(rh, nbuckets, WAYS);
-                if let (ri, true) = self.slot::<WAYS>(rb, tag_of(rh), &rw) {
-                    if ri != i {
-                        emit(
-                            stats,
-                            out,
-                            unwords(&rw),
-                            &self.cells[ri].0,
-                            end_reason::END_OF_FLOW,
-                        );
-                        self.tags[ri] = 0;
-                    }
-                }
-                emit(
-                    stats,
-                    out,
-                    unwords(w),
-                    &self.cells[i].0,
-                    end_reason::END_OF_FLOW,
-                );
-                self.tags[i] = 0;
-            }
-        }
-        self.jobs = jobs;
     }
 }
 

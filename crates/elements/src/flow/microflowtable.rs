@@ -89,11 +89,15 @@
 //! per packet. Each batch is processed in two passes: the first reads every
 //! packet's key straight from its headers as the five words of the slot's
 //! key layout (IPv4 addresses are mapped with two shifts; no `FlowKey` is
-//! built or copied), hashes the words, prefetches the target slot's three
-//! lines and writes key, bucket, tag and features into a reused per-batch
-//! job array (by index, so its length stays in a register; the batch clock
-//! is raised here too); the second updates in order, comparing keys word by
-//! word without branches (xor/or of five words). Both passes are
+//! built or copied), hashes the words and writes key, bucket, tag and
+//! features into a reused per-batch job array (by index, so its length
+//! stays in a register; the batch clock is raised here too); the second
+//! prefetches the target slot's three lines 8 packets ahead and updates in
+//! order, comparing keys word by word without branches (xor/or of five
+//! words). Prefetching the whole batch in the first pass (before session 6)
+//! asked for about 220 lines at once, far more than the L1's outstanding
+//! misses, and stalled on the prefetches; 8 ahead measured best (4 the
+//! same, 16 and 64 slower). Both passes are
 //! monomorphised on `WAYS`, and the second sees the three arrays as slices
 //! of one length with each bucket index clamped to the last bucket (a
 //! no-op), so that its slot accesses carry no bounds checks (safe code). The hash is the reference's `hash_key` computed
@@ -118,13 +122,15 @@
 //!
 //! Session 6 (`perf stat -e instructions:u`, `MemoryReplay(PACKETS 1024)
 //! -> MarkIPHeader(14) -> MicroflowTable(TABLE 1MB) -> Discard` minus the
-//! graph without the table): 324 -> 299 instructions a packet on hits
-//! (2-way 318 -> 296; 64k flows, every packet evicting, 436 -> 400). The
-//! rest is the first pass (about 160: the generic key reader, the hash and
-//! the job store), the update (about 100) and the sweep and records. Tried
-//! and dropped: testing eight tags at once to skip empty slots in the sweep
-//! (+2 on hits: a 1k-flow table is too dense for it) and inlining the record
-//! emission (-17 when every packet evicts, but +6 on hits).
+//! graph without the table): 324 -> 301 instructions and 98 -> 77 cycles
+//! a packet on hits (2-way 318 -> 295 and 96 -> 74; 64k flows, every packet
+//! evicting, 436 -> 405 and 154 -> 124); `linerate bench elements`, hits
+//! with MarkIPHeader, 33-34 -> 26 ns. The rest is the first pass (about
+//! 160: the generic key reader, the hash and the job store), the update
+//! (about 100) and the sweep and records. Tried and dropped: testing eight
+//! tags at once to skip empty slots in the sweep (+2 on hits: a 1k-flow
+//! table is too dense for it) and inlining the record emission (-17 when
+//! every packet evicts, but +6 on hits).
 //!
 //! `IMPL reference` keeps one `Option<Slot>` per slot, parses and updates
 //! one packet at a time with plain `if`s; outputs, handler values and
@@ -153,6 +159,9 @@ pub const SLOT_BYTES: usize = 4 + 40 + 64;
 
 /// Slots swept for timeouts per batch.
 const SWEEP: usize = 64;
+
+/// Packets between a slot's prefetch and its update.
+const DIST: usize = 8;
 
 /// Records emitted per `flush` call at the end of a run.
 const FLUSH_CHUNK: usize = 256;
@@ -553,10 +562,9 @@ struct Job {
 }
 
 impl Fast {
-    /// Pass 1: read each packet's key and features, hash and place the key,
-    /// prefetch the bucket's tag, key and counter lines; returns the number
-    /// of keyed packets (`jobs[..n]`) and raises `now` to the latest packet
-    /// time.
+    /// Pass 1: read each packet's key and features, hash and place the key;
+    /// returns the number of keyed packets (`jobs[..n]`) and raises `now`
+    /// to the latest packet time.
     #[inline(always)]
     fn gather<const WAYS: usize>(
         &mut self,
@@ -572,9 +580,6 @@ impl Fast {
             if let Some((w, f)) = parse_words(p) {
                 let h = hash_words(&w);
                 let b = bucket(h, nbuckets, WAYS);
-                prefetch(self.tags.as_ptr().wrapping_add(b));
-                prefetch(self.keys.as_ptr().wrapping_add(b));
-                prefetch(self.cells.as_ptr().wrapping_add(b));
                 *now = (*now).max(f.ts);
                 self.jobs[n] = Job {
                     w,
@@ -588,7 +593,8 @@ impl Fast {
         n
     }
 
-    /// Pass 2: meter the `n` gathered packets in order.
+    /// Pass 2: meter the `n` gathered packets in order, prefetching the
+    /// bucket's tag, key and counter lines [`DIST`] packets ahead.
     #[inline(always)]
     fn update_all<const WAYS: usize>(
         &mut self,
@@ -611,7 +617,19 @@ impl Fast {
             keys: &mut self.keys[..len],
             cells: &mut self.cells[..len],
         };
-        for j in &jobs[..n] {
+        let ahead = |s: &Slots<'_>, j: Option<&Job>| {
+            if let Some(j) = j {
+                let b = j.b as usize;
+                prefetch(s.tags.as_ptr().wrapping_add(b));
+                prefetch(s.keys.as_ptr().wrapping_add(b));
+                prefetch(s.cells.as_ptr().wrapping_add(b));
+            }
+        };
+        for j in &jobs[..n.min(DIST)] {
+            ahead(&s, Some(j));
+        }
+        for (x, j) in jobs[..n].iter().enumerate() {
+            ahead(&s, jobs[..n].get(x + DIST));
             let (w, k) = (&j.w, &j.f);
             let (i, hit) = s.slot::<WAYS>((j.b as usize).min(last), j.tag, w);
             if hit {

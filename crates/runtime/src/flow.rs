@@ -216,12 +216,20 @@ pub fn key_words(p: &Packet, rules: KeyRules) -> Option<KeyRead<'_>> {
     // rejects the packet the protocol is tested first, else the header's
     // presence (each the faster shape for its callers, measured).
     let ports = if rules.need_ports {
-        match proto {
-            6 | 17 | 132 | 136 if l4s.len() >= 4 => port_pair(l4s),
-            1 | 58 if l4s.len() >= 8 => icmp_ports(l4s, proto),
-            6 | 17 | 132 | 136 | 1 | 58 => return None,
-            _ if l4s.len() >= 4 => port_pair(l4s),
-            _ => 0,
+        // The common case (ports, header long enough) first: one length
+        // test and the ICMP test instead of a walk over the protocols.
+        let icmp = matches!(proto, 1 | 58);
+        if l4s.len() >= 4 && !icmp {
+            port_pair(l4s)
+        } else if icmp {
+            if l4s.len() < 8 {
+                return None;
+            }
+            icmp_ports(l4s, proto)
+        } else if matches!(proto, 6 | 17 | 132 | 136) {
+            return None;
+        } else {
+            0
         }
     } else {
         match l4 {

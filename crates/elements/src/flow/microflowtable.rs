@@ -89,10 +89,18 @@
 //! per packet. Each batch is processed in two passes: the first reads every
 //! packet's key straight from its headers as the five words of the slot's
 //! key layout (IPv4 addresses are mapped with two shifts; no `FlowKey` is
-//! built or copied), hashes the words, prefetches the target slot's three
-//! lines and appends key, hash and features to a reused scratch array; the
-//! second updates in order, comparing keys word by word without branches
-//! (xor/or of five words). The hash is the reference's `hash_key` computed
+//! built or copied), hashes the words and writes key, bucket, tag and
+//! features into a reused per-batch job array (by index, so its length
+//! stays in a register; the batch clock is raised here too); the second
+//! prefetches the target slot's three lines 8 packets ahead and updates in
+//! order, comparing keys word by word without branches (xor/or of five
+//! words). Prefetching the whole batch in the first pass (before session 6)
+//! asked for about 220 lines at once, far more than the L1's outstanding
+//! misses, and stalled on the prefetches; 8 ahead measured best (4 the
+//! same, 16 and 64 slower). Both passes are
+//! monomorphised on `WAYS`, and the second sees the three arrays as slices
+//! of one length with each bucket index clamped to the last bucket (a
+//! no-op), so that its slot accesses carry no bounds checks (safe code). The hash is the reference's `hash_key` computed
 //! on the words, so slot placement, evictions and records are the same.
 //! `FlowKey` and `SlotKey` values are built only for records. L4Parser's
 //! flow-hash annotation is not used: other parsers (`CheckIPHeader`,
@@ -102,14 +110,27 @@
 //! minimum/maximum, flag and first/second-size updates are selects; the
 //! only branches are hit/miss and the (rare) evictions. The bucket index is
 //! `(hash * buckets) >> 32` (any table size, no division). The sweep
-//! (above) reads only tags and, for held slots, the counter line; it runs
-//! without timeouts too, for the watermark. The FIN/RST eviction of the
+//! (above) walks runs of slots up to the end of the table (tags, counters
+//! and keys zipped) and reads only tags and, for held slots, the counter
+//! line; it runs without timeouts too, for the watermark. The FIN/RST eviction of the
 //! other direction costs a second hash and probe on those packets only.
 //! Ignored packets are counted in-band: each microflow or watermark record
 //! carries the ignored count since the previous record (`ignored`), so a
 //! downstream aggregator on another thread sees the total. At the end of the run
 //! (`Element::flush`) every microflow is emitted, 256 per call. No
 //! allocation per packet: records are pool packets.
+//!
+//! Session 6 (`perf stat -e instructions:u`, `MemoryReplay(PACKETS 1024)
+//! -> MarkIPHeader(14) -> MicroflowTable(TABLE 1MB) -> Discard` minus the
+//! graph without the table): 324 -> 301 instructions and 98 -> 77 cycles
+//! a packet on hits (2-way 318 -> 295 and 96 -> 74; 64k flows, every packet
+//! evicting, 436 -> 405 and 154 -> 124); `linerate bench elements`, hits
+//! with MarkIPHeader, 33-34 -> 26 ns. The rest is the first pass (about
+//! 160: the generic key reader, the hash and the job store), the update
+//! (about 100) and the sweep and records. Tried and dropped: testing eight
+//! tags at once to skip empty slots in the sweep (+2 on hits: a 1k-flow
+//! table is too dense for it) and inlining the record emission (-17 when
+//! every packet evicts, but +6 on hits).
 //!
 //! `IMPL reference` keeps one `Option<Slot>` per slot, parses and updates
 //! one packet at a time with plain `if`s; outputs, handler values and
@@ -138,6 +159,9 @@ pub const SLOT_BYTES: usize = 4 + 40 + 64;
 
 /// Slots swept for timeouts per batch.
 const SWEEP: usize = 64;
+
+/// Packets between a slot's prefetch and its update.
+const DIST: usize = 8;
 
 /// Records emitted per `flush` call at the end of a run.
 const FLUSH_CHUNK: usize = 256;
@@ -521,8 +545,173 @@ struct Fast {
     tags: Vec<u32>,
     keys: Vec<Words>,
     cells: Vec<Cell>,
-    /// Per-batch scratch: keys, hashes and features (reused).
-    scratch: Vec<(Words, u64, Feat)>,
+    /// The batch's keyed packets between the two passes (reused; as long
+    /// as the largest batch so far, filled by index so that the length
+    /// stays in a register).
+    jobs: Vec<Job>,
+}
+
+/// A keyed packet between the two passes of a batch.
+#[derive(Clone, Copy, Default)]
+struct Job {
+    w: Words,
+    /// The bucket's first slot.
+    b: u32,
+    tag: u32,
+    f: Feat,
+}
+
+impl Fast {
+    /// Pass 1: read each packet's key and features, hash and place the key;
+    /// returns the number of keyed packets (`jobs[..n]`) and raises `now`
+    /// to the latest packet time.
+    #[inline(always)]
+    fn gather<const WAYS: usize>(
+        &mut self,
+        batch: &Batch,
+        nbuckets: usize,
+        now: &mut u64,
+    ) -> usize {
+        if self.jobs.len() < batch.len() {
+            self.jobs.resize(batch.len(), Job::default());
+        }
+        let mut n = 0;
+        for p in batch.iter() {
+            if let Some((w, f)) = parse_words(p) {
+                let h = hash_words(&w);
+                let b = bucket(h, nbuckets, WAYS);
+                *now = (*now).max(f.ts);
+                self.jobs[n] = Job {
+                    w,
+                    b: b as u32,
+                    tag: tag_of(h),
+                    f,
+                };
+                n += 1;
+            }
+        }
+        n
+    }
+
+    /// Pass 2: meter the `n` gathered packets in order, prefetching the
+    /// bucket's tag, key and counter lines [`DIST`] packets ahead.
+    #[inline(always)]
+    fn update_all<const WAYS: usize>(
+        &mut self,
+        n: usize,
+        nbuckets: usize,
+        rules: Rules,
+        stats: &mut Stats,
+        new: &mut u64,
+        out: &mut Batch,
+    ) {
+        let jobs = std::mem::take(&mut self.jobs);
+        // Three slices of one length and bucket indices clamped to the last
+        // bucket (a no-op: `bucket` stays below it), so that the compiler
+        // drops the bounds checks of the slot accesses.
+        let len = self.tags.len();
+        assert!(len >= WAYS);
+        let last = len - WAYS;
+        let s = Slots {
+            tags: &mut self.tags[..],
+            keys: &mut self.keys[..len],
+            cells: &mut self.cells[..len],
+        };
+        let ahead = |s: &Slots<'_>, j: Option<&Job>| {
+            if let Some(j) = j {
+                let b = j.b as usize;
+                prefetch(s.tags.as_ptr().wrapping_add(b));
+                prefetch(s.keys.as_ptr().wrapping_add(b));
+                prefetch(s.cells.as_ptr().wrapping_add(b));
+            }
+        };
+        for j in &jobs[..n.min(DIST)] {
+            ahead(&s, Some(j));
+        }
+        for (x, j) in jobs[..n].iter().enumerate() {
+            ahead(&s, jobs[..n].get(x + DIST));
+            let (w, k) = (&j.w, &j.f);
+            let (i, hit) = s.slot::<WAYS>((j.b as usize).min(last), j.tag, w);
+            if hit {
+                let d = &mut s.cells[i].0;
+                match rules.expired(d, k.ts) {
+                    Some(r) => {
+                        let old = std::mem::replace(d, start(k));
+                        emit(stats, out, unwords(w), &old, r);
+                        *new = (*new).min(k.ts);
+                    }
+                    None => update(d, k),
+                }
+            } else {
+                if s.tags[i] != 0 {
+                    let ok = unwords(&s.keys[i]);
+                    emit(stats, out, ok, &s.cells[i].0, end_reason::LACK_OF_RESOURCES);
+                }
+                s.tags[i] = j.tag;
+                s.keys[i] = *w;
+                s.cells[i].0 = start(k);
+                *new = (*new).min(k.ts);
+            }
+            if rules.tcpend && k.flags & 0x05 != 0 && (w[4] >> 32) as u8 == 6 {
+                // The other direction's microflow goes first, so that a
+                // biflow's record is complete when it ends.
+                let rw = reversed(w);
+                let rh = hash_words(&rw);
+                let rb = bucket(rh, nbuckets, WAYS).min(last);
+                if let (ri, true) = s.slot::<WAYS>(rb, tag_of(rh), &rw) {
+                    if ri != i {
+                        emit(
+                            stats,
+                            out,
+                            unwords(&rw),
+                            &s.cells[ri].0,
+                            end_reason::END_OF_FLOW,
+                        );
+                        s.tags[ri] = 0;
+                    }
+                }
+                emit(
+                    stats,
+                    out,
+                    unwords(w),
+                    &s.cells[i].0,
+                    end_reason::END_OF_FLOW,
+                );
+                s.tags[i] = 0;
+            }
+        }
+        self.jobs = jobs;
+    }
+}
+
+/// The fast table's arrays, each as long as the table.
+struct Slots<'a> {
+    tags: &'a mut [u32],
+    keys: &'a mut [Words],
+    cells: &'a mut [Cell],
+}
+
+impl Slots<'_> {
+    /// Pick the slot for `k` in the bucket from slot `b` on: (slot, hit).
+    #[inline(always)]
+    fn slot<const WAYS: usize>(&self, b: usize, tag: u32, k: &Words) -> (usize, bool) {
+        if WAYS == 1 {
+            return (b, self.tags[b] == tag && same(&self.keys[b], k));
+        }
+        for w in 0..2 {
+            if self.tags[b + w] == tag && same(&self.keys[b + w], k) {
+                return (b + w, true);
+            }
+        }
+        let v = if self.tags[b] != 0
+            && (self.tags[b + 1] == 0 || self.cells[b + 1].0.last_ns < self.cells[b].0.last_ns)
+        {
+            b + 1
+        } else {
+            b
+        };
+        (v, false)
+    }
 }
 
 /// The reference implementation's table.
@@ -605,7 +794,7 @@ fn make(ctx: &ConfigureCtx<'_>) -> Result<Box<dyn Element>, Vec<String>> {
             tags: vec![0; nslots],
             keys: vec![[0; 5]; nslots],
             cells: vec![Cell::default(); nslots],
-            scratch: Vec::with_capacity(linerate_runtime::MAX_BATCH),
+            jobs: vec![Job::default(); linerate_runtime::MAX_BATCH],
         }),
         "reference" => Table::Reference(Reference {
             slots: vec![None; nslots],
@@ -643,6 +832,21 @@ fn make(ctx: &ConfigureCtx<'_>) -> Result<Box<dyn Element>, Vec<String>> {
     }))
 }
 
+/// Send a microflow record (and the ignored count since the previous record).
+fn emit(stats: &mut Stats, out: &mut Batch, key: SlotKey, d: &Direction, reason: u8) {
+    let m = Microflow {
+        vlan: key.vlan,
+        reason,
+        key: key.key,
+        dir: *d,
+        ignored: std::mem::take(&mut stats.ignored_pending),
+        ..Microflow::new()
+    };
+    stats.microflows += 1;
+    stats.by_reason[reason as usize] += 1;
+    out.push(m.to_packet());
+}
+
 /// Index of a hash's bucket's first slot (`nbuckets` = slots / ways).
 #[inline(always)]
 fn bucket(h: u64, nbuckets: usize, ways: usize) -> usize {
@@ -656,17 +860,7 @@ fn tag_of(h: u64) -> u32 {
 
 impl MicroflowTable {
     fn emit(&mut self, out: &mut Batch, key: SlotKey, d: &Direction, reason: u8) {
-        let m = Microflow {
-            vlan: key.vlan,
-            reason,
-            key: key.key,
-            dir: *d,
-            ignored: std::mem::take(&mut self.stats.ignored_pending),
-            ..Microflow::new()
-        };
-        self.stats.microflows += 1;
-        self.stats.by_reason[reason as usize] += 1;
-        out.push(m.to_packet());
+        emit(&mut self.stats, out, key, d, reason);
     }
 
     /// Send a watermark record (`dir.packets` 0, `dir.first_ns` = `w`): every
@@ -680,27 +874,6 @@ impl MicroflowTable {
         m.dir.first_ns = w;
         self.mark.sent = Some(w);
         out.push(m.to_packet());
-    }
-
-    /// Pick the slot for `k` in its bucket: (slot, hit).
-    #[inline(always)]
-    fn fast_slot(f: &Fast, b: usize, ways: usize, tag: u32, k: &Words) -> (usize, bool) {
-        if ways == 1 {
-            return (b, f.tags[b] == tag && same(&f.keys[b], k));
-        }
-        for w in 0..2 {
-            if f.tags[b + w] == tag && same(&f.keys[b + w], k) {
-                return (b + w, true);
-            }
-        }
-        let v = if f.tags[b] != 0
-            && (f.tags[b + 1] == 0 || f.cells[b + 1].0.last_ns < f.cells[b].0.last_ns)
-        {
-            b + 1
-        } else {
-            b
-        };
-        (v, false)
     }
 
     fn ref_slot(r: &Reference, b: usize, ways: usize, sk: &SlotKey) -> (usize, bool) {
@@ -736,63 +909,20 @@ impl MicroflowTable {
         );
         match &mut table {
             Table::Fast(f) => {
-                f.scratch.clear();
-                let mut keyed = 0u64;
-                for p in batch.iter() {
-                    if let Some((w, k)) = parse_words(p) {
-                        let h = hash_words(&w);
-                        let b = bucket(h, nbuckets, ways);
-                        prefetch(f.tags.as_ptr().wrapping_add(b));
-                        prefetch(f.keys.as_ptr().wrapping_add(b));
-                        prefetch(f.cells.as_ptr().wrapping_add(b));
-                        f.scratch.push((w, h, k));
-                        keyed += 1;
-                    }
+                let mut now = self.stats.now;
+                let keyed = if ways == 1 {
+                    f.gather::<1>(&batch, nbuckets, &mut now)
+                } else {
+                    f.gather::<2>(&batch, nbuckets, &mut now)
+                };
+                self.stats.now = now;
+                self.sort_ignored(batch, keyed as u64, nokey);
+                let (stats, new) = (&mut self.stats, &mut self.mark.new);
+                if ways == 1 {
+                    f.update_all::<1>(keyed, nbuckets, rules, stats, new, out);
+                } else {
+                    f.update_all::<2>(keyed, nbuckets, rules, stats, new, out);
                 }
-                self.sort_ignored(batch, keyed, nokey);
-                let scratch = std::mem::take(&mut f.scratch);
-                for (w, h, k) in &scratch {
-                    self.stats.now = self.stats.now.max(k.ts);
-                    let tag = tag_of(*h);
-                    let (i, hit) = Self::fast_slot(f, bucket(*h, nbuckets, ways), ways, tag, w);
-                    if hit {
-                        if let Some(r) = rules.expired(&f.cells[i].0, k.ts) {
-                            let d = f.cells[i].0;
-                            self.emit(out, unwords(w), &d, r);
-                            f.cells[i].0 = start(k);
-                            self.mark.new = self.mark.new.min(k.ts);
-                        } else {
-                            update(&mut f.cells[i].0, k);
-                        }
-                    } else {
-                        if f.tags[i] != 0 {
-                            let (ok, d) = (unwords(&f.keys[i]), f.cells[i].0);
-                            self.emit(out, ok, &d, end_reason::LACK_OF_RESOURCES);
-                        }
-                        f.tags[i] = tag;
-                        f.keys[i] = *w;
-                        f.cells[i].0 = start(k);
-                        self.mark.new = self.mark.new.min(k.ts);
-                    }
-                    if rules.tcpend && k.flags & 0x05 != 0 && (w[4] >> 32) as u8 == 6 {
-                        // The other direction's microflow goes first, so
-                        // that a biflow's record is complete when it ends.
-                        let rw = reversed(w);
-                        let rh = hash_words(&rw);
-                        let rb = bucket(rh, nbuckets, ways);
-                        if let (ri, true) = Self::fast_slot(f, rb, ways, tag_of(rh), &rw) {
-                            if ri != i {
-                                let d = f.cells[ri].0;
-                                self.emit(out, unwords(&rw), &d, end_reason::END_OF_FLOW);
-                                f.tags[ri] = 0;
-                            }
-                        }
-                        let d = f.cells[i].0;
-                        self.emit(out, unwords(w), &d, end_reason::END_OF_FLOW);
-                        f.tags[i] = 0;
-                    }
-                }
-                f.scratch = scratch;
             }
             Table::Reference(r) => {
                 let mut keyed = 0u64;
@@ -879,57 +1009,67 @@ impl MicroflowTable {
     /// Evict timed-out microflows among the next `n` slots; at the end of
     /// each rotation, send the watermark.
     fn sweep(&mut self, n: usize, out: &mut Batch) {
-        let rules = self.rules;
-        let (now, nslots) = (self.stats.now, self.nslots);
-        let mut hand = self.hand;
-        let mut kept = self.mark.kept;
-        let mut table = std::mem::replace(
-            &mut self.table,
-            Table::Reference(Reference { slots: vec![] }),
-        );
-        for _ in 0..n.min(nslots) {
-            let i = hand;
-            hand = if i + 1 == nslots { 0 } else { i + 1 };
-            let held = match &mut table {
-                Table::Fast(f) => {
-                    if f.tags[i] == 0 {
-                        None
-                    } else if let Some(r) = rules.expired(&f.cells[i].0, now) {
-                        f.tags[i] = 0;
-                        let d = f.cells[i].0;
-                        self.emit(out, unwords(&f.keys[i]), &d, r);
-                        None
-                    } else {
-                        Some(f.cells[i].0.first_ns)
+        let mut left = n.min(self.nslots);
+        while left > 0 {
+            let lo = self.hand;
+            let hi = (lo + left).min(self.nslots);
+            left -= hi - lo;
+            let kept = self.sweep_run(lo, hi, out);
+            self.mark.kept = self.mark.kept.min(kept);
+            if hi < self.nslots {
+                self.hand = hi;
+                continue;
+            }
+            self.hand = 0;
+            let w = self.mark.kept.min(self.mark.new).min(self.stats.now);
+            if self.mark.sent.is_none_or(|s| w > s) {
+                self.send_mark(out, w);
+            }
+            self.mark.kept = u64::MAX;
+            self.mark.new = u64::MAX;
+        }
+    }
+
+    /// Sweep slots `lo..hi`: evict the expired microflows and return the
+    /// smallest first-packet time of those left in place (`u64::MAX` if none).
+    fn sweep_run(&mut self, lo: usize, hi: usize, out: &mut Batch) -> u64 {
+        let (rules, now) = (self.rules, self.stats.now);
+        let stats = &mut self.stats;
+        let mut kept = u64::MAX;
+        match &mut self.table {
+            Table::Fast(f) => {
+                let slots = f.tags[lo..hi]
+                    .iter_mut()
+                    .zip(&f.cells[lo..hi])
+                    .zip(&f.keys[lo..hi]);
+                for ((tag, cell), key) in slots {
+                    if *tag == 0 {
+                        continue;
+                    }
+                    match rules.expired(&cell.0, now) {
+                        Some(r) => {
+                            *tag = 0;
+                            emit(stats, out, unwords(key), &cell.0, r);
+                        }
+                        None => kept = kept.min(cell.0.first_ns),
                     }
                 }
-                Table::Reference(t) => match t.slots[i] {
-                    Some((k, d)) => match rules.expired(&d, now) {
-                        Some(r) => {
-                            t.slots[i] = None;
-                            self.emit(out, k, &d, r);
-                            None
-                        }
-                        None => Some(d.first_ns),
-                    },
-                    None => None,
-                },
-            };
-            if let Some(t) = held {
-                kept = kept.min(t);
             }
-            if hand == 0 {
-                let w = kept.min(self.mark.new).min(now);
-                if self.mark.sent.is_none_or(|s| w > s) {
-                    self.send_mark(out, w);
+            Table::Reference(t) => {
+                for slot in &mut t.slots[lo..hi] {
+                    if let Some((k, d)) = *slot {
+                        match rules.expired(&d, now) {
+                            Some(r) => {
+                                *slot = None;
+                                emit(stats, out, k, &d, r);
+                            }
+                            None => kept = kept.min(d.first_ns),
+                        }
+                    }
                 }
-                kept = u64::MAX;
-                self.mark.new = u64::MAX;
             }
         }
-        self.mark.kept = kept;
-        self.hand = hand;
-        self.table = table;
+        kept
     }
 
     /// Evict up to `max` microflows from `flush_pos` on (forced end); true

@@ -111,6 +111,7 @@
 use super::microflowtable::{hash_key, Microflow};
 use super::record::{end_reason, Direction, FlowRecord};
 use crate::hint::prefetch;
+use crate::tables::cuckoocore::{huge_pages, huge_vec};
 use linerate_runtime::flow::FlowKey;
 use linerate_runtime::{Batch, ConfigureCtx, Ctx, Element, ElementClass, HandlerSpec, MAX_BATCH};
 use std::any::Any;
@@ -128,6 +129,59 @@ pub const CLASS: ElementClass = ElementClass {
 
 const TICK_NS: u64 = 1_000_000_000;
 const FLUSH_CHUNK: usize = 256;
+
+/// No slab entry (a [`Fast::probe`] that found no candidate).
+const NO_HINT: u32 = u32::MAX;
+/// How many microflows ahead of the one being merged `push` probes the
+/// index and prefetches the flow.
+const AHEAD: usize = 8;
+
+/// Ports, protocol and version of `k` in one word (`swap`: ports swapped).
+#[inline]
+fn tail(k: &FlowKey, swap: bool) -> u64 {
+    let (a, b) = if swap {
+        (k.dport, k.sport)
+    } else {
+        (k.sport, k.dport)
+    };
+    a as u64 | (b as u64) << 16 | (k.proto as u64) << 32 | (k.version as u64) << 40
+}
+
+/// `a == *b`, as three word compares without a branch per field.
+#[inline]
+fn same_key(a: &FlowKey, b: &FlowKey) -> bool {
+    let x = u128::from_ne_bytes(a.src) ^ u128::from_ne_bytes(b.src);
+    let y = u128::from_ne_bytes(a.dst) ^ u128::from_ne_bytes(b.dst);
+    (x | y) == 0 && tail(a, false) == tail(b, false)
+}
+
+/// `a == b.reversed()`, without building the reversed key.
+#[inline]
+fn same_key_reversed(a: &FlowKey, b: &FlowKey) -> bool {
+    let x = u128::from_ne_bytes(a.src) ^ u128::from_ne_bytes(b.dst);
+    let y = u128::from_ne_bytes(a.dst) ^ u128::from_ne_bytes(b.src);
+    (x | y) == 0 && tail(a, false) == tail(b, true)
+}
+
+/// An empty vector with room for `n` entries, to be backed by 2 MiB pages
+/// as it fills (a random access to a table of tens of megabytes then
+/// costs a cache miss, not also a TLB miss and a page walk).
+fn huge_slab<T>(n: usize) -> Vec<T> {
+    let mut v = Vec::with_capacity(n);
+    huge_pages(v.spare_capacity_mut(), false);
+    v
+}
+
+/// Make room for `n` entries in `v` (backed by 2 MiB pages as
+/// [`huge_slab`]; entries moved by a reallocation are folded into 2 MiB
+/// pages now).
+fn reserve_huge<T>(v: &mut Vec<T>, n: usize) {
+    if n > v.capacity() {
+        v.reserve_exact(n - v.len());
+        huge_pages(v, true);
+        huge_pages(v.spare_capacity_mut(), false);
+    }
+}
 
 /// Push `b` on `port` in batches of at most `MAX_BATCH` packets.
 pub(crate) fn push_chunks(ctx: &mut Ctx<'_>, port: usize, mut b: Batch) {
@@ -456,11 +510,11 @@ fn make(ctx: &ConfigureCtx<'_>) -> Result<Box<dyn Element>, Vec<String>> {
     let cap = capacity.clamp(16, 1 << 30).next_power_of_two();
     let table = match imp.as_str() {
         "fast" => Table::Fast(Box::new(Fast {
-            index: vec![0; cap],
+            index: huge_vec(cap, 0),
             mask: cap - 1,
             len: 0,
-            flows: Vec::with_capacity(cap / 2),
-            hashes: Vec::with_capacity(cap / 2),
+            flows: huge_slab(cap / 2),
+            hashes: huge_slab(cap / 2),
             free: Vec::new(),
             heap: BinaryHeap::new(),
             scratch: Vec::with_capacity(MAX_BATCH),
@@ -498,6 +552,24 @@ fn make(ctx: &ConfigureCtx<'_>) -> Result<Box<dyn Element>, Vec<String>> {
 }
 
 impl Fast {
+    /// Whether slab entry `s` is the live flow of `k` (or of its reverse for
+    /// biflows): `Some(reverse)`. Keys are unique in the table (a biflow's
+    /// key or its reverse, never both), so a match is the one `find` gives.
+    #[inline]
+    fn is_flow_of(&self, s: u32, biflow: bool, k: &FlowKey, vlan: u16) -> Option<bool> {
+        let f = self.flows.get(s as usize)?;
+        if f.id == u64::MAX || f.vlan != vlan {
+            return None;
+        }
+        if same_key(&f.key, k) {
+            Some(false)
+        } else if biflow && same_key_reversed(&f.key, k) {
+            Some(true)
+        } else {
+            None
+        }
+    }
+
     /// Find `k` (or its reverse for biflows): (slab index, reverse).
     #[inline]
     fn find(&self, cfg: &Config, h: u64, k: &FlowKey, vlan: u16) -> Option<(u32, bool)> {
@@ -510,35 +582,53 @@ impl Fast {
             }
             if (e >> 32) as u32 == tag {
                 let s = e as u32;
-                let f = &self.flows[s as usize];
-                if f.vlan == vlan {
-                    if f.key == *k {
-                        return Some((s, false));
-                    }
-                    if cfg.biflow && f.key == k.reversed() {
-                        return Some((s, true));
-                    }
+                if let Some(rev) = self.is_flow_of(s, cfg.biflow, k, vlan) {
+                    return Some((s, rev));
                 }
             }
             i = (i + 1) & self.mask;
         }
     }
 
-    /// Prefetch the first flow whose tag matches `h`'s.
+    /// [`Fast::find`], trying slab entry `hint` (from [`Fast::probe`]) first.
     #[inline]
-    fn prefetch_flow(&self, h: u64, biflow: bool) {
+    fn find_hinted(
+        &self,
+        cfg: &Config,
+        hint: u32,
+        h: u64,
+        k: &FlowKey,
+        vlan: u16,
+    ) -> Option<(u32, bool)> {
+        match self.is_flow_of(hint, cfg.biflow, k, vlan) {
+            Some(rev) => Some((hint, rev)),
+            None => self.find(cfg, h, k, vlan),
+        }
+    }
+
+    /// The first slab entry whose tag matches `h`'s (`NO_HINT` if none),
+    /// with its key and counter lines prefetched: a hint for
+    /// [`Fast::find_hinted`], which checks it.
+    #[inline]
+    fn probe(&self, h: u64, biflow: bool) -> u32 {
         let tag = ((h >> 32) as u32) | 1;
         let mut i = h as usize & self.mask;
-        while self.index[i] != 0 {
-            if (self.index[i] >> 32) as u32 == tag {
+        loop {
+            let e = self.index[i];
+            if e == 0 {
+                return NO_HINT;
+            }
+            if (e >> 32) as u32 == tag {
+                let s = e as u32;
                 // A reference reads nothing: only the prefetches touch memory.
-                let f = &self.flows[self.index[i] as u32 as usize];
-                prefetch(&f.key);
-                prefetch(&f.fwd);
-                if biflow {
-                    prefetch(&f.rev);
+                if let Some(f) = self.flows.get(s as usize) {
+                    prefetch(&f.key);
+                    prefetch(&f.fwd);
+                    if biflow {
+                        prefetch(&f.rev);
+                    }
                 }
-                return;
+                return s;
             }
             i = (i + 1) & self.mask;
         }
@@ -573,7 +663,8 @@ impl Fast {
         self.index[i] = ((((h >> 32) as u32) | 1) as u64) << 32 | s as u64;
     }
 
-    /// Double the index and re-place every live flow by its stored hash.
+    /// Double the index and re-place every live flow by its stored hash;
+    /// make room for as many flows as the index may hold.
     fn grow(&mut self) {
         let n = self.index.len() * 2;
         let live: Vec<u32> = self
@@ -582,7 +673,9 @@ impl Fast {
             .filter(|e| **e != 0)
             .map(|e| *e as u32)
             .collect();
-        self.index = vec![0; n];
+        reserve_huge(&mut self.flows, n / 2);
+        reserve_huge(&mut self.hashes, n / 2);
+        self.index = huge_vec(n, 0);
         self.mask = n - 1;
         for s in live {
             self.place(self.hashes[s as usize], s);
@@ -664,14 +757,15 @@ impl FlowAggregator {
     }
 
     /// Merge one microflow (already counted), given the watermark `w`, or
-    /// defer it ([`Config::gate`]).
-    fn add(&mut self, m: &Microflow, h: u64, out: &mut Batch, w: Option<u64>) {
+    /// defer it ([`Config::gate`]). `hint` is a slab entry that may hold
+    /// the flow ([`Fast::probe`]).
+    fn add(&mut self, m: &Microflow, h: u64, hint: u32, out: &mut Batch, w: Option<u64>) {
         let cfg = self.cfg;
         let vlan = if cfg.vlan { m.vlan } else { 0 };
         let id = self.next_id;
         let new = match &mut self.table {
             Table::Fast(f) => {
-                let mut found = f.find(&cfg, h, &m.key, vlan);
+                let mut found = f.find_hinted(&cfg, hint, h, &m.key, vlan);
                 let mut before = u64::MAX;
                 if let Some((s, _)) = found {
                     let fl = &mut f.flows[s as usize];
@@ -818,7 +912,7 @@ impl FlowAggregator {
         order.sort_unstable();
         for &(_, i) in &order {
             let (m, h) = items[i as usize];
-            self.add(&m, h, out, Some(w));
+            self.add(&m, h, NO_HINT, out, Some(w));
         }
         items.clear();
         order.clear();
@@ -944,16 +1038,29 @@ impl Element for FlowAggregator {
             }
         }
         drop(batch);
-        // Pass 2: probe the (now cached) tags and prefetch each candidate
-        // flow's key and counters. Only a hint: pass 3 probes again, since
-        // merging may insert and remove flows.
-        if let Table::Fast(f) = &self.table {
-            for (_, h) in scratch.iter() {
-                f.prefetch_flow(*h, cfg.biflow);
+        // Pass 2: merge in order; meanwhile probe the (now cached) tags of
+        // the microflow `AHEAD` places on and prefetch its flow's key and
+        // counters, so that those misses overlap the merges before it. The
+        // probe is a hint: merging may insert and remove flows, so `add`
+        // checks the candidate and probes again if it is not the flow.
+        let mut hints = [NO_HINT; AHEAD];
+        let fast = matches!(self.table, Table::Fast(_));
+        let probe = |t: &Table, (m, h): &(Microflow, u64)| match t {
+            Table::Fast(f) if m.dir.packets != 0 => f.probe(*h, cfg.biflow),
+            _ => NO_HINT,
+        };
+        if fast {
+            for (i, x) in scratch.iter().take(AHEAD).enumerate() {
+                hints[i] = probe(&self.table, x);
             }
         }
-        // Pass 3: merge in order.
-        for (m, h) in scratch.iter() {
+        for (i, (m, h)) in scratch.iter().enumerate() {
+            let hint = hints[i % AHEAD];
+            if fast {
+                hints[i % AHEAD] = scratch
+                    .get(i + AHEAD)
+                    .map_or(NO_HINT, |x| probe(&self.table, x));
+            }
             self.stats.ignored += m.ignored;
             if m.dir.packets == 0 {
                 // A watermark: flows due before it can go.
@@ -971,7 +1078,7 @@ impl Element for FlowAggregator {
             self.stats.packets += m.dir.packets;
             let now = self.now_for(m, ctx);
             self.advance(now, &mut out);
-            self.add(m, *h, &mut out, self.watermark);
+            self.add(m, *h, hint, &mut out, self.watermark);
         }
         scratch.clear();
         if let Table::Fast(f) = &mut self.table {

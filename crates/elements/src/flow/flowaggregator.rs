@@ -183,6 +183,25 @@ fn reserve_huge<T>(v: &mut Vec<T>, n: usize) {
     }
 }
 
+/// The microflow record that is packet data `b`, read in place when `b` is
+/// aligned for it (packet data is, behind its 128 bytes of headroom):
+/// copying a record out costs more than merging it (the copy's 16-byte
+/// stores straddle the fields read back, so every read waits for the
+/// stores to retire). `None` if `b` is not an aligned record.
+#[inline]
+fn microflow_in(b: &[u8]) -> Option<&Microflow> {
+    let p = b.as_ptr();
+    if b.len() != Microflow::SIZE || p.align_offset(std::mem::align_of::<Microflow>()) != 0 {
+        return None;
+    }
+    // SAFETY: `b` holds exactly `size_of::<Microflow>()` bytes at an
+    // address aligned for it, every bit pattern is a valid `Microflow`
+    // (integers and byte arrays only), and the reference borrows `b`, so
+    // the bytes cannot change while it lives.
+    let m = unsafe { &*(p as *const Microflow) };
+    (m.magic == Microflow::MAGIC).then_some(m)
+}
+
 /// Push `b` on `port` in batches of at most `MAX_BATCH` packets.
 pub(crate) fn push_chunks(ctx: &mut Ctx<'_>, port: usize, mut b: Batch) {
     while b.len() > MAX_BATCH {
@@ -430,7 +449,8 @@ struct Fast {
     hashes: Vec<u64>,
     free: Vec<u32>,
     heap: BinaryHeap<Reverse<(u64, u64, u32)>>,
-    scratch: Vec<(Microflow, u64)>,
+    /// `push`'s records of a batch: (hash, index in the batch).
+    scratch: Vec<(u64, u32)>,
     flush_order: Vec<u32>,
 }
 
@@ -867,11 +887,39 @@ impl FlowAggregator {
     /// Retry the deferred microflows if the watermark passed one of their
     /// flows' deadlines (first: one of them may bridge its flow's gap), then
     /// expire the flows due at `now` (held back to the watermark).
+    #[inline]
     fn advance(&mut self, now: u64, out: &mut Batch) {
-        if !self.waiting.items.is_empty() && self.watermark.is_none_or(|w| w >= self.waiting.due) {
+        if self.replay_due() || self.expiry_due(now) {
+            self.advance_now(now, out);
+        }
+    }
+
+    /// [`FlowAggregator::advance`], when there may be something to do.
+    fn advance_now(&mut self, now: u64, out: &mut Batch) {
+        if self.replay_due() {
             self.replay(self.watermark, out);
         }
         self.expire(self.bounded(now), out);
+    }
+
+    /// Whether the watermark passed a waiting microflow's flow's deadline.
+    #[inline]
+    fn replay_due(&self) -> bool {
+        !self.waiting.items.is_empty() && self.watermark.is_none_or(|w| w >= self.waiting.due)
+    }
+
+    /// Whether `expire` may find a flow due at `now` (the fast table: its
+    /// earliest heap entry is due; the reference scans every time).
+    #[inline]
+    fn expiry_due(&self, now: u64) -> bool {
+        self.cfg.timeouts()
+            && match &self.table {
+                Table::Fast(f) => f
+                    .heap
+                    .peek()
+                    .is_some_and(|Reverse((t, _, _))| *t <= self.bounded(now)),
+                Table::Reference(_) => true,
+            }
     }
 
     /// Retry the deferred microflows whose flows' deadlines the watermark
@@ -1015,52 +1063,69 @@ impl Element for FlowAggregator {
     fn push(&mut self, _port: usize, batch: Batch, ctx: &mut Ctx<'_>) {
         let mut out = Batch::new();
         let cfg = self.cfg;
-        // Pass 1: decode and hash, prefetching each home tag.
+        // Pass 1: check and hash every record (reading its key only).
         let mut scratch = match &mut self.table {
             Table::Fast(f) => std::mem::take(&mut f.scratch),
             Table::Reference(_) => Vec::new(),
         };
-        for p in batch.iter() {
-            prefetch(p.data().as_ptr());
-            prefetch(p.data().as_ptr().wrapping_add(64));
-        }
-        for p in batch.iter() {
-            match Microflow::from_bytes(p.data()) {
-                Some(m) => {
-                    let vlan = if cfg.vlan { m.vlan } else { 0 };
-                    let h = cfg.hash(&m.key, vlan);
-                    if let Table::Fast(f) = &self.table {
-                        prefetch(f.index.as_ptr().wrapping_add(h as usize & f.mask));
-                    }
-                    scratch.push((m, h));
-                }
+        let pkts = batch.as_slice();
+        let hash = |m: &Microflow| cfg.hash(&m.key, if cfg.vlan { m.vlan } else { 0 });
+        for (i, p) in pkts.iter().enumerate() {
+            let h = match microflow_in(p.data()) {
+                Some(m) => Some(hash(m)),
+                None => Microflow::from_bytes(p.data()).map(|m| hash(&m)),
+            };
+            match h {
+                Some(h) => scratch.push((h, i as u32)),
                 None => self.stats.bad += 1,
             }
         }
-        drop(batch);
-        // Pass 2: merge in order; meanwhile probe the (now cached) tags of
-        // the microflow `AHEAD` places on and prefetch its flow's key and
-        // counters, so that those misses overlap the merges before it. The
-        // probe is a hint: merging may insert and remove flows, so `add`
-        // checks the candidate and probes again if it is not the flow.
+        // Pass 2: merge in order (each record copied out of its packet
+        // once), a software pipeline: while merging record k, probe the
+        // (prefetched) tags of record k + AHEAD and prefetch its flow's key
+        // and counters and its packet, and prefetch the home tag of record
+        // k + 2 AHEAD, so that the misses of a few records overlap the
+        // merges before them and never more than the core can keep in
+        // flight. The probe is a hint: merging may insert and remove
+        // flows, so `add` checks the candidate and probes again if it is
+        // not the flow.
         let mut hints = [NO_HINT; AHEAD];
-        let fast = matches!(self.table, Table::Fast(_));
-        let probe = |t: &Table, (m, h): &(Microflow, u64)| match t {
-            Table::Fast(f) if m.dir.packets != 0 => f.probe(*h, cfg.biflow),
+        let tag = |t: &Table, k: usize| {
+            if let (Table::Fast(f), Some(&(h, _))) = (t, scratch.get(k)) {
+                prefetch(f.index.as_ptr().wrapping_add(h as usize & f.mask));
+            }
+        };
+        let probe = |t: &Table, k: usize| match (t, scratch.get(k)) {
+            (Table::Fast(f), Some(&(h, i))) => {
+                let d = pkts[i as usize].data().as_ptr();
+                prefetch(d);
+                prefetch(d.wrapping_add(64));
+                f.probe(h, cfg.biflow)
+            }
             _ => NO_HINT,
         };
-        if fast {
-            for (i, x) in scratch.iter().take(AHEAD).enumerate() {
-                hints[i] = probe(&self.table, x);
-            }
+        for k in 0..2 * AHEAD {
+            tag(&self.table, k);
         }
-        for (i, (m, h)) in scratch.iter().enumerate() {
-            let hint = hints[i % AHEAD];
-            if fast {
-                hints[i % AHEAD] = scratch
-                    .get(i + AHEAD)
-                    .map_or(NO_HINT, |x| probe(&self.table, x));
-            }
+        for (k, hint) in hints.iter_mut().enumerate() {
+            *hint = probe(&self.table, k);
+        }
+        for (k, &(h, i)) in scratch.iter().enumerate() {
+            let hint = hints[k % AHEAD];
+            hints[k % AHEAD] = probe(&self.table, k + AHEAD);
+            tag(&self.table, k + 2 * AHEAD);
+            let copy;
+            let data = pkts[i as usize].data();
+            let m = match microflow_in(data) {
+                Some(m) => m,
+                None => match Microflow::from_bytes(data) {
+                    Some(m) => {
+                        copy = m;
+                        &copy
+                    }
+                    None => continue, // (counted as bad in pass 1)
+                },
+            };
             self.stats.ignored += m.ignored;
             if m.dir.packets == 0 {
                 // A watermark: flows due before it can go.
@@ -1078,8 +1143,9 @@ impl Element for FlowAggregator {
             self.stats.packets += m.dir.packets;
             let now = self.now_for(m, ctx);
             self.advance(now, &mut out);
-            self.add(m, *h, hint, &mut out, self.watermark);
+            self.add(m, h, hint, &mut out, self.watermark);
         }
+        drop(batch);
         scratch.clear();
         if let Table::Fast(f) = &mut self.table {
             f.scratch = scratch;

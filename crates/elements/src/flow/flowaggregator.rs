@@ -406,6 +406,7 @@ impl Config {
 
     /// Merge `m` into `f` (reverse direction if `rev`); true if the flow
     /// ended (TCP end of flow).
+    #[inline(always)]
     fn apply(&self, f: &mut Flow, m: &Microflow, rev: bool) -> bool {
         merge(if rev { &mut f.rev } else { &mut f.fwd }, &m.dir);
         if !self.tcpend || m.key.proto != 6 {
@@ -887,7 +888,7 @@ impl FlowAggregator {
     /// Retry the deferred microflows if the watermark passed one of their
     /// flows' deadlines (first: one of them may bridge its flow's gap), then
     /// expire the flows due at `now` (held back to the watermark).
-    #[inline]
+    #[inline(always)]
     fn advance(&mut self, now: u64, out: &mut Batch) {
         if self.replay_due() || self.expiry_due(now) {
             self.advance_now(now, out);
@@ -903,14 +904,14 @@ impl FlowAggregator {
     }
 
     /// Whether the watermark passed a waiting microflow's flow's deadline.
-    #[inline]
+    #[inline(always)]
     fn replay_due(&self) -> bool {
         !self.waiting.items.is_empty() && self.watermark.is_none_or(|w| w >= self.waiting.due)
     }
 
     /// Whether `expire` may find a flow due at `now` (the fast table: its
     /// earliest heap entry is due; the reference scans every time).
-    #[inline]
+    #[inline(always)]
     fn expiry_due(&self, now: u64) -> bool {
         self.cfg.timeouts()
             && match &self.table {
@@ -970,6 +971,7 @@ impl FlowAggregator {
 
     /// `now`, held back to the watermark: a flow is not expired while a
     /// microflow of it may still be in the fast path.
+    #[inline(always)]
     fn bounded(&self, now: u64) -> u64 {
         self.watermark.map_or(now, |w| now.min(w))
     }

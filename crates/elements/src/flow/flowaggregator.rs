@@ -780,6 +780,7 @@ impl FlowAggregator {
     /// Merge one microflow (already counted), given the watermark `w`, or
     /// defer it ([`Config::gate`]). `hint` is a slab entry that may hold
     /// the flow ([`Fast::probe`]).
+    #[inline(always)]
     fn add(&mut self, m: &Microflow, h: u64, hint: u32, out: &mut Batch, w: Option<u64>) {
         let cfg = self.cfg;
         let vlan = if cfg.vlan { m.vlan } else { 0 };

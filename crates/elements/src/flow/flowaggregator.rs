@@ -1271,3 +1271,33 @@ impl Element for FlowAggregator {
         self
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Bytes at an address aligned for a `Microflow`.
+    #[repr(C, align(8))]
+    struct Aligned([u8; Microflow::SIZE + 8]);
+
+    #[test]
+    fn records_read_in_place_only_when_aligned() {
+        let mut m = Microflow::new();
+        m.dir.packets = 3;
+        m.ignored = 7;
+        let mut buf = Aligned([0; Microflow::SIZE + 8]);
+        buf.0[..Microflow::SIZE].copy_from_slice(m.as_bytes());
+        let inplace = microflow_in(&buf.0[..Microflow::SIZE]).copied();
+        assert_eq!(inplace, Some(m));
+        // Misaligned: not read in place, still a record for `from_bytes`.
+        buf.0.copy_within(0..Microflow::SIZE, 1);
+        let b = &buf.0[1..1 + Microflow::SIZE];
+        assert!(microflow_in(b).is_none());
+        assert_eq!(Microflow::from_bytes(b), Some(m));
+        // Wrong length or magic: never a record.
+        assert!(microflow_in(&buf.0[..Microflow::SIZE - 8]).is_none());
+        buf.0[..Microflow::SIZE].copy_from_slice(m.as_bytes());
+        buf.0[0] ^= 1;
+        assert!(microflow_in(&buf.0[..Microflow::SIZE]).is_none());
+    }
+}

@@ -138,22 +138,10 @@ fn config_arg(s: &str) -> &str {
         .map_or(s, str::trim)
 }
 
-/// The full name `name` refers to from element `me`, as the steps look it
+/// The element `name` refers to from element `me`, as the steps look it
 /// up: in `me`'s compound first, then each enclosing one.
 fn resolve(config: &Config, me: &str, name: &str) -> Option<usize> {
-    let mut scope = me;
-    loop {
-        scope = scope.rfind('/').map_or("", |i| &scope[..i]);
-        let full = if scope.is_empty() {
-            name.to_string()
-        } else {
-            format!("{scope}/{name}")
-        };
-        let found = config.element_index(&full);
-        if found.is_some() || scope.is_empty() {
-            return found;
-        }
-    }
+    super::steps::scoped(me, name).find_map(|full| config.element_index(&full))
 }
 
 fn find(config: &Config, c: usize) -> Option<Match> {

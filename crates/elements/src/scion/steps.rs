@@ -100,24 +100,31 @@ pub(crate) fn register(name: &str, replica: usize, cfg: &Config) {
 /// resolution inside compounds (`a/b/me` finds `a/b/name`, `a/name`, then
 /// `name`).
 fn lookup(me: &str, name: &str, replica: usize) -> Option<Config> {
-    let mut scope = me;
-    loop {
-        scope = scope.rfind('/').map_or("", |i| &scope[..i]);
-        let full = if scope.is_empty() {
-            name.to_string()
-        } else {
-            format!("{scope}/{name}")
-        };
-        let found = CONFIGS.with(|c| {
+    scoped(me, name).find_map(|full| {
+        CONFIGS.with(|c| {
             c.borrow()
                 .iter()
                 .find(|(n, r, _)| *n == full && *r == replica)
                 .and_then(|(_, _, w)| w.upgrade())
-        });
-        if found.is_some() || scope.is_empty() {
-            return found;
-        }
-    }
+        })
+    })
+}
+
+/// The full names `name` may mean from element `me`, in the order Click
+/// looks them up: `me`'s compound first, then each enclosing one
+/// (`a/b/step`: `a/b/br`, `a/br`, `br`).
+pub(crate) fn scoped<'a>(me: &'a str, name: &'a str) -> impl Iterator<Item = String> + 'a {
+    let mut scope = Some(me);
+    std::iter::from_fn(move || {
+        let s = scope?;
+        let outer = s.rfind('/').map_or("", |i| &s[..i]);
+        scope = (!outer.is_empty()).then_some(outer);
+        Some(if outer.is_empty() {
+            name.to_string()
+        } else {
+            format!("{outer}/{name}")
+        })
+    })
 }
 
 fn lock(m: &Mutex<Shared>) -> MutexGuard<'_, Shared> {
@@ -398,4 +405,16 @@ pub(crate) fn egress(p: &Packet, dp: &Dataplane) -> Option<usize> {
 pub(crate) fn scmp_error(p: &Packet) -> (u8, u8, u16) {
     let a = p.anno();
     (a.u8(SCMP_T), a.u8(SCMP_C), a.u16(SCMP_PTR))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::scoped;
+
+    #[test]
+    fn scoped_names_follow_clicks_compound_lookup() {
+        let names = |me| scoped(me, "br").collect::<Vec<_>>();
+        assert_eq!(names("a/b/step"), ["a/b/br", "a/br", "br"]);
+        assert_eq!(names("step"), ["br"]);
+    }
 }

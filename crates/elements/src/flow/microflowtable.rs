@@ -130,7 +130,16 @@
 //! (about 100) and the sweep and records. Tried and dropped: testing eight
 //! tags at once to skip empty slots in the sweep (+2 on hits: a 1k-flow
 //! table is too dense for it) and inlining the record emission (-17 when
-//! every packet evicts, but +6 on hits).
+//! every packet evicts, but +6 on hits). Also dropped (session 6,
+//! feat/mflow2): one 128-byte slot (counters, then tag and key on the
+//! adjacent line; two lines a hit instead of three to four) measured hits
+//! -3 instructions and no faster (1k flows sit in L2; the hit row is bound
+//! by instructions, about 4 a cycle), 2-way +3 and 2.5 % slower, every
+//! packet evicting -18 and 2 % faster, for 18.5 % more memory a slot; and
+//! records built from the slot's key words where they lie (the `SlotKey`
+//! the caller builds is read back across its narrow stores, a
+//! store-forwarding stall in `emit`): evicting -4.5 % cycles, but hits +3
+//! instructions and +2 cycles.
 //!
 //! `IMPL reference` keeps one `Option<Slot>` per slot, parses and updates
 //! one packet at a time with plain `if`s; outputs, handler values and

@@ -77,10 +77,13 @@
 //! Open addressing with linear probing over one array of 64-bit entries
 //! (32-bit tag and slab index; 0 = empty), so a probe reads 8 bytes of one
 //! cache line (two parallel arrays of tags and indices cost a second line,
-//! and a second miss, per microflow);
-//! flows live in a slab (stable indices, free list) so that deletions
-//! (backward shift) move only index entries. The index, the slab and its
-//! hashes are backed by 2 MiB pages where the kernel allows (a random
+//! and a second miss, per microflow); the tag is the hash's low 32 bits,
+//! so an entry's home slot is its tag's low bits and the backward shift of
+//! a deletion reads nothing but the index (a separate array of hashes cost
+//! a miss per shifted entry; a flow keeps its hash in its key line).
+//! Flows live in a slab (stable indices, free list) so that deletions
+//! (backward shift) move only index entries. The index and the slab are
+//! backed by 2 MiB pages where the kernel allows (a random
 //! access to 20 MB of flows otherwise costs a TLB miss and a page walk as
 //! well as the cache miss). With `BIFLOW` the hash is
 //! symmetric (computed over the endpoints in canonical order), so one
@@ -93,7 +96,11 @@
 //! order as a software pipeline: while record k merges, the home tag of
 //! record k + 16 is prefetched and record k + 8's tags are probed, its
 //! flow's key and counter lines (and the reverse direction's for biflows;
-//! one-way flows never read it) and its packet prefetched. The probe's
+//! one-way flows never read it) prefetched. The record's packet is not
+//! prefetched: it was just written upstream and is in cache, and the two
+//! prefetches a record cost 15 instructions and miss buffers that the
+//! flow lines wait for (session 6, feat/flowagg2: 363 instead of 378
+//! instructions a microflow). The probe's
 //! candidate is a hint that the merge checks (merging may insert and
 //! remove flows) before probing again. Records are read in place from the
 //! packet data (aligned behind its headroom; copied out only if not):
@@ -1120,7 +1127,8 @@ impl Element for FlowAggregator {
         // Pass 2: merge in order (each record copied out of its packet
         // once), a software pipeline: while merging record k, probe the
         // (prefetched) tags of record k + AHEAD and prefetch its flow's key
-        // and counters and its packet, and prefetch the home tag of record
+        // and counters (not its packet: just written, it is in cache), and
+        // prefetch the home tag of record
         // k + 2 AHEAD, so that the misses of a few records overlap the
         // merges before them and never more than the core can keep in
         // flight. The probe is a hint: merging may insert and remove
@@ -1133,12 +1141,7 @@ impl Element for FlowAggregator {
             }
         };
         let probe = |t: &Table, k: usize| match (t, scratch.get(k)) {
-            (Table::Fast(f), Some(&(h, i))) => {
-                let d = pkts[i as usize].data().as_ptr();
-                prefetch(d);
-                prefetch(d.wrapping_add(64));
-                f.probe(h, cfg.biflow)
-            }
+            (Table::Fast(f), Some(&(h, _))) => f.probe(h, cfg.biflow),
             _ => NO_HINT,
         };
         for k in 0..2 * AHEAD {

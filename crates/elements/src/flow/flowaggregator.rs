@@ -77,10 +77,13 @@
 //! Open addressing with linear probing over one array of 64-bit entries
 //! (32-bit tag and slab index; 0 = empty), so a probe reads 8 bytes of one
 //! cache line (two parallel arrays of tags and indices cost a second line,
-//! and a second miss, per microflow);
-//! flows live in a slab (stable indices, free list) so that deletions
-//! (backward shift) move only index entries. The index, the slab and its
-//! hashes are backed by 2 MiB pages where the kernel allows (a random
+//! and a second miss, per microflow); the tag is the hash's low 32 bits,
+//! so an entry's home slot is its tag's low bits and the backward shift of
+//! a deletion reads nothing but the index (a separate array of hashes cost
+//! a miss per shifted entry; a flow keeps its hash in its key line).
+//! Flows live in a slab (stable indices, free list) so that deletions
+//! (backward shift) move only index entries. The index and the slab are
+//! backed by 2 MiB pages where the kernel allows (a random
 //! access to 20 MB of flows otherwise costs a TLB miss and a page walk as
 //! well as the cache miss). With `BIFLOW` the hash is
 //! symmetric (computed over the endpoints in canonical order), so one
@@ -93,7 +96,11 @@
 //! order as a software pipeline: while record k merges, the home tag of
 //! record k + 16 is prefetched and record k + 8's tags are probed, its
 //! flow's key and counter lines (and the reverse direction's for biflows;
-//! one-way flows never read it) and its packet prefetched. The probe's
+//! one-way flows never read it) prefetched. The record's packet is not
+//! prefetched: it was just written upstream and is in cache, and the two
+//! prefetches a record cost 15 instructions and miss buffers that the
+//! flow lines wait for (session 6, feat/flowagg2: 363 instead of 378
+//! instructions a microflow). The probe's
 //! candidate is a hint that the merge checks (merging may insert and
 //! remove flows) before probing again. Records are read in place from the
 //! packet data (aligned behind its headroom; copied out only if not):
@@ -282,7 +289,8 @@ struct Flow {
     /// Microflows of this flow waiting in `deferred`.
     deferred: u32,
     id: u64,
-    _pad: [u8; 8],
+    /// The key's table hash (where [`Fast::remove`] starts looking).
+    hash: u64,
     fwd: Direction,
     rev: Direction,
 }
@@ -455,14 +463,12 @@ struct Stats {
 
 /// The fast table.
 struct Fast {
-    /// Open-addressing index: `tag << 32 | slab index` per slot, 0 = empty
-    /// (tags are odd, so a used entry is never 0).
+    /// Open-addressing index: [`entry`]`(hash, slab index)` per slot, 0 =
+    /// empty.
     index: Vec<u64>,
     mask: usize,
     len: usize,
     flows: Vec<Flow>,
-    /// Each slab entry's hash (to re-place on growth and find its home).
-    hashes: Vec<u64>,
     free: Vec<u32>,
     heap: BinaryHeap<Reverse<(u64, u64, u32)>>,
     /// `push`'s records of a batch: (hash, index in the batch).
@@ -550,7 +556,6 @@ fn make(ctx: &ConfigureCtx<'_>) -> Result<Box<dyn Element>, Vec<String>> {
             mask: cap - 1,
             len: 0,
             flows: huge_slab(cap / 2),
-            hashes: huge_slab(cap / 2),
             free: Vec::new(),
             heap: BinaryHeap::new(),
             scratch: Vec::with_capacity(MAX_BATCH),
@@ -587,6 +592,27 @@ fn make(ctx: &ConfigureCtx<'_>) -> Result<Box<dyn Element>, Vec<String>> {
     }))
 }
 
+/// The index entry of slab entry `s`, whose key hashes to `h`: the tag
+/// (the hash's low 32 bits, so the entry's home slot is the tag's low bits
+/// and the backward shift of [`Fast::remove`] needs no other table) over
+/// `s + 1` (never 0, the empty slot).
+#[inline]
+fn entry(h: u64, s: u32) -> u64 {
+    (h as u32 as u64) << 32 | (s as u64 + 1)
+}
+
+/// The tag of index entry `e`.
+#[inline]
+fn tag(e: u64) -> u32 {
+    (e >> 32) as u32
+}
+
+/// The slab entry of index entry `e` (`u32::MAX` for an empty slot).
+#[inline]
+fn slab(e: u64) -> u32 {
+    (e as u32).wrapping_sub(1)
+}
+
 impl Fast {
     /// Whether slab entry `s` is the live flow of `k` (or of its reverse for
     /// biflows): `Some(reverse)`. Keys are unique in the table (a biflow's
@@ -609,15 +635,14 @@ impl Fast {
     /// Find `k` (or its reverse for biflows): (slab index, reverse).
     #[inline]
     fn find(&self, cfg: &Config, h: u64, k: &FlowKey, vlan: u16) -> Option<(u32, bool)> {
-        let tag = ((h >> 32) as u32) | 1;
         let mut i = h as usize & self.mask;
         loop {
             let e = self.index[i];
             if e == 0 {
                 return None;
             }
-            if (e >> 32) as u32 == tag {
-                let s = e as u32;
+            if tag(e) == h as u32 {
+                let s = slab(e);
                 if let Some(rev) = self.is_flow_of(s, cfg.biflow, k, vlan) {
                     return Some((s, rev));
                 }
@@ -647,15 +672,14 @@ impl Fast {
     /// [`Fast::find_hinted`], which checks it.
     #[inline]
     fn probe(&self, h: u64, biflow: bool) -> u32 {
-        let tag = ((h >> 32) as u32) | 1;
         let mut i = h as usize & self.mask;
         loop {
             let e = self.index[i];
             if e == 0 {
                 return NO_HINT;
             }
-            if (e >> 32) as u32 == tag {
-                let s = e as u32;
+            if tag(e) == h as u32 {
+                let s = slab(e);
                 // A reference reads nothing: only the prefetches touch memory.
                 if let Some(f) = self.flows.get(s as usize) {
                     prefetch(&f.key);
@@ -670,58 +694,56 @@ impl Fast {
         }
     }
 
-    fn insert(&mut self, h: u64, f: Flow) -> u32 {
+    fn insert(&mut self, h: u64, mut f: Flow) -> u32 {
         if (self.len + 1) * 2 > self.index.len() {
             self.grow();
         }
+        f.hash = h;
         let s = match self.free.pop() {
             Some(s) => {
                 self.flows[s as usize] = f;
-                self.hashes[s as usize] = h;
                 s
             }
             None => {
                 self.flows.push(f);
-                self.hashes.push(h);
                 (self.flows.len() - 1) as u32
             }
         };
-        self.place(h, s);
+        self.place(entry(h, s));
         self.len += 1;
         s
     }
 
-    fn place(&mut self, h: u64, s: u32) {
-        let mut i = h as usize & self.mask;
+    /// Put index entry `e` in the first free slot from its home on.
+    fn place(&mut self, e: u64) {
+        let mut i = tag(e) as usize & self.mask;
         while self.index[i] != 0 {
             i = (i + 1) & self.mask;
         }
-        self.index[i] = ((((h >> 32) as u32) | 1) as u64) << 32 | s as u64;
+        self.index[i] = e;
     }
 
-    /// Double the index and re-place every live flow by its stored hash;
-    /// make room for as many flows as the index may hold.
+    /// Double the index and re-place every entry by its tag (the index
+    /// stays within 2^32 slots, where the tag holds the home: its flows
+    /// would take hundreds of GiB); make room for as many flows as the
+    /// index may hold.
     fn grow(&mut self) {
         let n = self.index.len() * 2;
-        let live: Vec<u32> = self
-            .index
-            .iter()
-            .filter(|e| **e != 0)
-            .map(|e| *e as u32)
-            .collect();
+        let live: Vec<u64> = self.index.iter().copied().filter(|&e| e != 0).collect();
         reserve_huge(&mut self.flows, n / 2);
-        reserve_huge(&mut self.hashes, n / 2);
         self.index = huge_vec(n, 0);
         self.mask = n - 1;
-        for s in live {
-            self.place(self.hashes[s as usize], s);
+        for e in live {
+            self.place(e);
         }
     }
 
     /// Remove slab entry `s` from the index (backward shift) and free it.
+    /// Homes come from the entries' tags: reading each shifted entry's
+    /// flow for its hash would cost a cache miss per entry.
     fn remove(&mut self, s: u32) {
-        let mut i = self.hashes[s as usize] as usize & self.mask;
-        while self.index[i] == 0 || self.index[i] as u32 != s {
+        let mut i = self.flows[s as usize].hash as usize & self.mask;
+        while slab(self.index[i]) != s {
             i = (i + 1) & self.mask;
         }
         let mut hole = i;
@@ -731,7 +753,7 @@ impl Fast {
             if self.index[j] == 0 {
                 break;
             }
-            let home = self.hashes[self.index[j] as u32 as usize] as usize & self.mask;
+            let home = tag(self.index[j]) as usize & self.mask;
             // j may move back to the hole unless its home lies in (hole, j].
             if (j.wrapping_sub(home) & self.mask) >= (j.wrapping_sub(hole) & self.mask) {
                 self.index[hole] = self.index[j];
@@ -1105,7 +1127,8 @@ impl Element for FlowAggregator {
         // Pass 2: merge in order (each record copied out of its packet
         // once), a software pipeline: while merging record k, probe the
         // (prefetched) tags of record k + AHEAD and prefetch its flow's key
-        // and counters and its packet, and prefetch the home tag of record
+        // and counters (not its packet: just written, it is in cache), and
+        // prefetch the home tag of record
         // k + 2 AHEAD, so that the misses of a few records overlap the
         // merges before them and never more than the core can keep in
         // flight. The probe is a hint: merging may insert and remove
@@ -1118,12 +1141,7 @@ impl Element for FlowAggregator {
             }
         };
         let probe = |t: &Table, k: usize| match (t, scratch.get(k)) {
-            (Table::Fast(f), Some(&(h, i))) => {
-                let d = pkts[i as usize].data().as_ptr();
-                prefetch(d);
-                prefetch(d.wrapping_add(64));
-                f.probe(h, cfg.biflow)
-            }
+            (Table::Fast(f), Some(&(h, _))) => f.probe(h, cfg.biflow),
             _ => NO_HINT,
         };
         for k in 0..2 * AHEAD {

@@ -80,22 +80,9 @@ impl FlowKey {
             },
             _ => return None,
         };
-        if let Some(l4) = p.transport_header() {
-            match k.proto {
-                1 | 58 if l4.len() >= 8 => {
-                    k.dport = u16::from_be_bytes([l4[0], l4[1]]);
-                    // Echo request/reply (v4 8/0, v6 128/129) carry an identifier.
-                    if matches!((k.proto, l4[0]), (1, 0 | 8) | (58, 128 | 129)) {
-                        k.sport = u16::from_be_bytes([l4[4], l4[5]]);
-                    }
-                }
-                _ if l4.len() >= 4 => {
-                    k.sport = u16::from_be_bytes([l4[0], l4[1]]);
-                    k.dport = u16::from_be_bytes([l4[2], l4[3]]);
-                }
-                _ => {}
-            }
-        }
+        let ports = ports(p.transport_header().unwrap_or(&[]), k.proto);
+        k.sport = ports as u16;
+        k.dport = (ports >> 16) as u16;
         Some(k)
     }
 
@@ -210,33 +197,28 @@ pub fn key_words(p: &Packet, rules: KeyRules) -> Option<KeyRead<'_>> {
         0 => proto,
         a => a,
     };
-    let l4 = p.transport_header();
-    let l4s = l4.unwrap_or(&[]);
+    let l4 = p.transport_header().unwrap_or(&[]);
     // Two shapes of one rule, chosen at compile time: where a short header
-    // rejects the packet the protocol is tested first, else the header's
-    // presence (each the faster shape for its callers, measured).
+    // rejects the packet, the length first; else `FlowKey`'s [`ports`]
+    // (each the faster shape for its callers, measured).
     let ports = if rules.need_ports {
         // The common case (ports, header long enough) first: one length
         // test and the ICMP test instead of a walk over the protocols.
         let icmp = matches!(proto, 1 | 58);
-        if l4s.len() >= 4 && !icmp {
-            port_pair(l4s)
+        if l4.len() >= 4 && !icmp {
+            port_pair(l4)
         } else if icmp {
-            if l4s.len() < 8 {
+            if l4.len() < 8 {
                 return None;
             }
-            icmp_ports(l4s, proto)
+            icmp_ports(l4, proto)
         } else if matches!(proto, 6 | 17 | 132 | 136) {
             return None;
         } else {
             0
         }
     } else {
-        match l4 {
-            Some(l4) if matches!(proto, 1 | 58) && l4.len() >= 8 => icmp_ports(l4, proto),
-            Some(l4) if l4.len() >= 4 => port_pair(l4),
-            _ => 0,
-        }
+        ports(l4, proto)
     };
     let vlan = if rules.vlan {
         u64::from(p.anno().u16(offsets::VLAN_TCI) & 0x0fff) << 48
@@ -249,8 +231,23 @@ pub fn key_words(p: &Packet, rules: KeyRules) -> Option<KeyRead<'_>> {
         ip_len,
         tos,
         ttl,
-        l4: l4s,
+        l4,
     })
+}
+
+/// The ports [`FlowKey`] keeps for transport header `l4` (empty: none) of
+/// protocol `proto`, source port in bits 0-15, destination port in 16-31:
+/// ICMP's of an ICMP or ICMPv6 header of at least 8 bytes, else the first
+/// two 16-bit words of a header of at least 4 bytes, else 0.
+#[inline(always)]
+fn ports(l4: &[u8], proto: u8) -> u64 {
+    if matches!(proto, 1 | 58) && l4.len() >= 8 {
+        icmp_ports(l4, proto)
+    } else if l4.len() >= 4 {
+        port_pair(l4)
+    } else {
+        0
+    }
 }
 
 /// The ports of a TCP, UDP or SCTP-like header (at least 4 bytes): source
@@ -420,11 +417,21 @@ mod tests {
         assert_eq!(key_words(&p, MICROFLOW), None);
     }
 
+    /// A packet of frame `f` with its network header at 14 and the
+    /// transport header at `transport`.
+    fn at(f: &[u8], transport: Option<isize>) -> Packet {
+        let mut p = Packet::from_slice(f);
+        p.set_network_header(14);
+        if let Some(t) = transport {
+            p.set_transport_header(t);
+        }
+        p
+    }
+
     #[test]
     fn key_words_rules() {
         let f = v4_udp();
-        let mut p = Packet::from_slice(&f);
-        p.set_network_header(14);
+        let mut p = at(&f, None);
         // No transport header: ports 0, or no key when ports are needed.
         let k = FlowKey::from_packet(&p).unwrap();
         assert_eq!(
@@ -442,9 +449,7 @@ mod tests {
         let mut g = f.clone();
         g[20] = 0x20;
         g[21] = 0x01;
-        let mut p = Packet::from_slice(&g);
-        p.set_network_header(14);
-        p.set_transport_header(34);
+        let p = at(&g, Some(34));
         let k = FlowKey::from_packet(&p).unwrap();
         assert_eq!(
             key_words(&p, KeyRules::FLOW_KEY).unwrap().words,
@@ -452,18 +457,14 @@ mod tests {
         );
         assert_eq!(key_words(&p, MICROFLOW), None);
         g[21] = 0; // MF only: the first fragment is keyed
-        let mut p = Packet::from_slice(&g);
-        p.set_network_header(14);
-        p.set_transport_header(34);
+        let p = at(&g, Some(34));
         assert!(key_words(&p, MICROFLOW).is_some());
         // A header too short for its version, or another version.
-        let mut p = Packet::from_slice(&f[..33]);
-        p.set_network_header(14);
+        let p = at(&f[..33], None);
         assert_eq!(key_words(&p, KeyRules::FLOW_KEY), None);
         let mut h = f.clone();
         h[14] = 0x55;
-        let mut p = Packet::from_slice(&h);
-        p.set_network_header(14);
+        let p = at(&h, None);
         assert_eq!(key_words(&p, KeyRules::FLOW_KEY), None);
     }
 

@@ -224,6 +224,20 @@ fn microflow_in(b: &[u8]) -> Option<&Microflow> {
     (m.magic == Microflow::MAGIC).then_some(m)
 }
 
+/// The microflow record that is packet data `b`: in place
+/// ([`microflow_in`]) or, where `b` is not aligned for it, copied into
+/// `copy`. `None` if `b` is no record.
+#[inline(always)]
+fn microflow_at<'a>(b: &'a [u8], copy: &'a mut Option<Microflow>) -> Option<&'a Microflow> {
+    match microflow_in(b) {
+        Some(m) => Some(m),
+        None => {
+            *copy = Microflow::from_bytes(b);
+            copy.as_ref()
+        }
+    }
+}
+
 /// Push `b` on `port` in batches of at most `MAX_BATCH` packets.
 pub(crate) fn push_chunks(ctx: &mut Ctx<'_>, port: usize, mut b: Batch) {
     while b.len() > MAX_BATCH {
@@ -1115,17 +1129,13 @@ impl Element for FlowAggregator {
         let pkts = batch.as_slice();
         let hash = |m: &Microflow| cfg.hash(&m.key, if cfg.vlan { m.vlan } else { 0 });
         for (i, p) in pkts.iter().enumerate() {
-            let h = match microflow_in(p.data()) {
-                Some(m) => Some(hash(m)),
-                None => Microflow::from_bytes(p.data()).map(|m| hash(&m)),
-            };
-            match h {
-                Some(h) => scratch.push((h, i as u32)),
+            let mut copy = None;
+            match microflow_at(p.data(), &mut copy) {
+                Some(m) => scratch.push((hash(m), i as u32)),
                 None => self.stats.bad += 1,
             }
         }
-        // Pass 2: merge in order (each record copied out of its packet
-        // once), a software pipeline: while merging record k, probe the
+        // Pass 2: merge in order, a software pipeline: while merging record k, probe the
         // (prefetched) tags of record k + AHEAD and prefetch its flow's key
         // and counters (not its packet: just written, it is in cache), and
         // prefetch the home tag of record
@@ -1154,17 +1164,9 @@ impl Element for FlowAggregator {
             let hint = hints[k % AHEAD];
             hints[k % AHEAD] = probe(&self.table, k + AHEAD);
             tag(&self.table, k + 2 * AHEAD);
-            let copy;
-            let data = pkts[i as usize].data();
-            let m = match microflow_in(data) {
-                Some(m) => m,
-                None => match Microflow::from_bytes(data) {
-                    Some(m) => {
-                        copy = m;
-                        &copy
-                    }
-                    None => continue, // (counted as bad in pass 1)
-                },
+            let mut copy = None;
+            let Some(m) = microflow_at(pkts[i as usize].data(), &mut copy) else {
+                continue; // (counted as bad in pass 1)
             };
             self.stats.ignored += m.ignored;
             if m.dir.packets == 0 {

@@ -355,6 +355,8 @@ fn locate_v4<const PORTS: bool>(
         (true, true) => Fragment::First,
         (true, false) => Fragment::Whole,
     };
+    // The same transport test as `locate_v6`'s, written in each: as one
+    // inlined helper it cost `parse` 6 instructions a packet (measured).
     let entry = L4_MIN[usize::from(proto)];
     let min = usize::from(entry & !ICMP_BIT);
     let (transport, t) = if first && min != 0 && hl + min <= total {
@@ -534,7 +536,6 @@ mod tests {
         f
     }
 
-    /// Ethernet/IPv4/UDP 10.0.0.1:1024 -> 10.0.0.2:53, 4 payload bytes.
     /// `f` with VLAN tag bytes `tags` inserted after the MAC addresses.
     fn tagged(f: &[u8], tags: &[u8]) -> Vec<u8> {
         let mut g = f[..12].to_vec();
@@ -543,6 +544,7 @@ mod tests {
         g
     }
 
+    /// Ethernet/IPv4/UDP 10.0.0.1:1024 -> 10.0.0.2:53, 4 payload bytes.
     fn v4_udp() -> Vec<u8> {
         let mut f = eth(0x0800);
         f.extend_from_slice(&[

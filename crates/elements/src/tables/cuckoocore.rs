@@ -285,6 +285,8 @@ impl KeySpec {
 
 /// Slots per bucket.
 pub(crate) const SLOTS: usize = 8;
+/// Tables of up to this many keys are sized half full (see [`Cuckoo::new`]).
+const SMALL: usize = 1024;
 /// Largest number of buckets a displacement search visits.
 const BFS_MAX: usize = 512;
 
@@ -339,9 +341,13 @@ fn match_mask(t: &Tags, tag: u16) -> u32 {
 
 impl Cuckoo {
     /// A table for at least `capacity` keys; buckets are added so that it
-    /// is at most 85 % full.
+    /// is at most 85 % full, or half full for up to [`SMALL`] keys: with a
+    /// handful of buckets a few keys whose two buckets coincide fill them
+    /// before 85 % (a 21-key table of 3 buckets refused a key before it
+    /// held 21).
     pub(crate) fn new(capacity: usize) -> Cuckoo {
-        let nb = (capacity * 100 / 85).div_ceil(SLOTS).max(2);
+        let load = if capacity <= SMALL { 50 } else { 85 };
+        let nb = (capacity * 100 / load).div_ceil(SLOTS).max(2);
         let nb = nb.min(u32::MAX as usize / SLOTS);
         Cuckoo {
             tags: huge_vec(nb, Tags::default()),

@@ -6,7 +6,7 @@ mod common;
 
 use common::config;
 use linerate_elements::classification::compile::{
-    compile_ip_rules, linear_match, parse::parse_pattern, Classifier, PacketView,
+    compile_ip_rules, linear_match, parse::parse_pattern, Classifier, DecisionCache, PacketView,
 };
 use linerate_runtime::{Router, RouterOptions};
 use proptest::prelude::*;
@@ -336,6 +336,52 @@ fn config_handler_replaces_rules_at_run_time() {
 }
 
 #[test]
+fn decision_cache_counts_hits_and_forgets_replaced_rules() {
+    let d = tmpdir("cache");
+    let f = mixed_pcap(&d);
+    // `a` sends the 15 frames (three flows) twice in batches of 15: the
+    // first batch probes the cache before it fills any entry, the second
+    // finds every packet. Then the rules change while the router runs and
+    // `b` sends the frames once more: the cached "allow tcp" decisions must
+    // be gone.
+    let mut r = build(&format!(
+        "a :: MemoryReplay(FILE {f}, LIMIT 30, BURST 15) -> s :: Strip(14);
+         b :: MemoryReplay(FILE {f}, LIMIT 15, BURST 15, STOP true, ACTIVE false) -> s;
+         s -> MarkIPHeader -> f :: IPFilter(allow tcp, deny all) -> c :: Counter -> Discard;
+         Script(wait 0.2, write f.config allow udp, write b.active true);",
+        f = f.display()
+    ))
+    .unwrap_or_else(|e| panic!("{e}"));
+    r.run();
+    assert_eq!(read(&r, "c.count"), "11", "6 TCP, then 5 UDP");
+    assert_eq!(
+        (read(&r, "f.cache_misses"), read(&r, "f.cache_hits")),
+        ("30".into(), "15".into())
+    );
+    assert_eq!(read(&r, "f.cache_size"), "32768");
+    // Off: every packet walks the tree.
+    let mut r = build(&format!(
+        "MemoryReplay(FILE {}, LIMIT 30, BURST 15, STOP true) -> Strip(14) -> MarkIPHeader
+           -> f :: IPFilter(allow tcp, deny all) -> c :: Counter -> Discard;",
+        f.display()
+    ))
+    .unwrap_or_else(|e| panic!("{e}"));
+    let h = r.handle();
+    h.call("f.cache_size", Some("0")).expect("size");
+    assert!(h.call("f.cache_size", Some("lots")).is_err());
+    r.run();
+    assert_eq!(read(&r, "c.count"), "6");
+    assert_eq!(
+        (
+            read(&r, "f.cache_size"),
+            read(&r, "f.cache_hits"),
+            read(&r, "f.cache_misses")
+        ),
+        ("0".into(), "0".into(), "0".into())
+    );
+}
+
+#[test]
 fn classifier_element_routes_by_bytes() {
     let d = tmpdir("cls");
     let f = mixed_pcap(&d);
@@ -534,8 +580,47 @@ proptest! {
         let mut batch = Vec::new();
         c.lookup_batch(packets.iter().map(|p| PacketView::ip(p)), &mut batch);
         let lin: Vec<_> = packets.iter().map(|p| linear_match(&exprs, &PacketView::ip(p))).collect();
-        prop_assert_eq!(batch, lin);
+        prop_assert_eq!(&batch, &lin);
+        // Through the decision cache: small (8 entries, so sets overflow
+        // and evict), each packet list twice so the second pass hits.
+        let mut cache = DecisionCache::new(8);
+        for _ in 0..2 {
+            let mut cached = Vec::new();
+            c.lookup_cached(&packets, |p| PacketView::ip(p), |r| r, &mut cached, &mut cache);
+            prop_assert_eq!(&cached, &lin);
+        }
     }
+}
+
+#[test]
+fn decision_cache_never_answers_for_residual_tests() {
+    // The same 5-tuple with two TTLs: the TTL test is a residual, so the
+    // decision depends on more than the cache's key and must not be
+    // cached; the rule after it depends on the key alone and is.
+    let exprs: Vec<_> = ["udp && ip ttl > 64", "udp && dst port 53", "true"]
+        .iter()
+        .map(|r| parse_pattern(r).expect("rule"))
+        .collect();
+    let c = Classifier::new(exprs.clone());
+    let lo = ip(A, B, 17, 0, 10, 0, &udp(1000, 53));
+    let hi = ip(A, B, 17, 0, 100, 0, &udp(1000, 53));
+    let tcp80 = ip(A, B, 6, 0, 100, 0, &tcp(1000, 80, 2));
+    let pkts = [&lo, &hi, &lo, &hi, &tcp80, &tcp80];
+    let mut cache = DecisionCache::new(64);
+    for _ in 0..3 {
+        let mut out = Vec::new();
+        c.lookup_cached(&pkts, |p| PacketView::ip(p), |r| r, &mut out, &mut cache);
+        assert_eq!(
+            out,
+            [Some(1), Some(0), Some(1), Some(0), Some(2), Some(2)],
+            "TTL 10, TTL 100, ..., TCP"
+        );
+    }
+    // The UDP flow's decisions each evaluated the TTL residual (rule 0's
+    // box contains the key), so only the TCP flow was cached: both its
+    // packets in the first pass missed (a group's keys are probed before
+    // any of its misses is filled in), the other four TCP lookups hit.
+    assert_eq!((cache.hits, cache.misses), (4, 14));
 }
 
 #[test]

@@ -19,6 +19,8 @@
 //! - `program` (read): the compiled classifier's shape and the patterns.
 //! - `config` (read/write): the patterns; writing replaces them at run time
 //!   (same number of patterns).
+//! - `cache_size` (read/write), `cache_hits`, `cache_misses` (read): the
+//!   decision cache, as IPFilter's. linerate only.
 //!
 //! # Example
 //! ```click
@@ -28,8 +30,8 @@
 //! ```
 //!
 //! # Implementation
-//! Shares IPFilter's compiled decision tree (see IPFilter and
-//! `docs/classifier.md`).
+//! Shares IPFilter's compiled decision tree and decision cache (see
+//! IPFilter and `docs/classifier.md`).
 
 use linerate_runtime::{ConfigureCtx, Element, ElementClass};
 

@@ -30,8 +30,17 @@
 //! - `program` (read): the compiled classifier: its size and shape, then
 //!   one line per rule.
 //! - `config` (read/write): the rules; writing new rules replaces the
-//!   classifier at once, between two batches, without stopping traffic.
-//!   Invalid rules are rejected and the old ones stay.
+//!   classifier at once, between two batches, without stopping traffic
+//!   (and empties the decision cache). Invalid rules are rejected and the
+//!   old ones stay.
+//! - `cache_size` (read/write): entries in the decision cache (default
+//!   32768; rounded up to a power of two, at least 4; 0 turns
+//!   the cache off). Writing empties the cache and its counters. linerate
+//!   only.
+//! - `cache_hits`, `cache_misses` (read): packets whose decision came from
+//!   the cache, and packets that missed it and walked the tree (packets
+//!   too short for the tree's key are neither; both stay 0 while the cache
+//!   is off). linerate only.
 //!
 //! # Example
 //! ```click
@@ -46,7 +55,14 @@
 //! The rules are compiled into a HyperSplit-style decision tree over
 //! source, destination, protocol and ports (see `docs/classifier.md`):
 //! lookup cost grows with the tree depth, not with the number of rules, and
-//! 8,000 rules compile in milliseconds. Tests the tree cannot split on (TOS,
+//! 8,000 rules compile in milliseconds. In front of the tree sits an
+//! exact-match decision cache (as Open vSwitch's exact-match cache) keyed
+//! by the packet's addresses, protocol and ports: decisions the tree made
+//! without evaluating a residual test are a function of that key, so they
+//! are remembered (32,768 entries in 4-way sets, 512 KiB) and later packets
+//! of the same flow skip the tree. Its benefit depends on the traffic's
+//! flow locality; see `docs/performance.md` for figures with and without
+//! it. Tests the tree cannot split on (TOS,
 //! TTL, flags, byte tests) are evaluated only in the leaves. Decisions for a
 //! whole batch are made first, then the batch is forwarded whole when every
 //! packet goes the same way. `program` prints linerate's tree summary, not
@@ -54,7 +70,7 @@
 //! the network header inside the packet data (there is no MAC header
 //! annotation), so it does not match after `Strip(14)`.
 
-use super::compile::{compile_ip_rules, IpRules, PacketView};
+use super::compile::{compile_ip_rules, DecisionCache, IpRules, PacketView};
 use linerate_runtime::{Batch, ConfigureCtx, Ctx, Element, ElementClass, HandlerSpec, Packet};
 use std::any::Any;
 
@@ -67,16 +83,14 @@ pub const CLASS: ElementClass = ElementClass {
     make,
 };
 
-const DROP: u16 = u16::MAX;
-
 /// IPFilter and IPClassifier share this element; `filter` tells the rule
 /// syntax apart.
 pub(crate) struct IpClassify {
     rules: IpRules,
+    cache: DecisionCache,
     filter: bool,
     noutputs: usize,
     decisions: Vec<u16>,
-    matches: Vec<Option<usize>>,
     outs: Vec<Batch>,
 }
 
@@ -98,6 +112,9 @@ pub(crate) fn view(p: &Packet) -> PacketView<'_> {
 const HANDLERS: &[HandlerSpec] = &[
     HandlerSpec::read("program"),
     HandlerSpec::read_write("config"),
+    HandlerSpec::read_write("cache_size"),
+    HandlerSpec::read("cache_hits"),
+    HandlerSpec::read("cache_misses"),
 ];
 
 impl IpClassify {
@@ -112,40 +129,43 @@ impl IpClassify {
         let rules = compile_ip_rules(&ctx.args, n, filter)?;
         Ok(Box::new(IpClassify {
             rules,
+            cache: DecisionCache::new(DecisionCache::DEFAULT_ENTRIES),
             filter,
             noutputs: n,
             decisions: Vec::with_capacity(linerate_runtime::MAX_BATCH),
-            matches: Vec::with_capacity(linerate_runtime::MAX_BATCH),
-            outs: (0..n).map(|_| Batch::new()).collect(),
+            outs: (0..=n).map(|_| Batch::new()).collect(),
         }))
     }
 }
 
 impl Element for IpClassify {
     fn push(&mut self, _port: usize, batch: Batch, ctx: &mut Ctx<'_>) {
+        // Decisions are output numbers, with dropped packets going to one
+        // more batch (`outs[noutputs]`), so the split below moves every
+        // packet the same way, without a branch on its fate.
         let d = &mut self.decisions;
         d.clear();
-        let c = &self.rules.classifier;
         let outs = &self.rules.outputs;
-        let m = &mut self.matches;
-        m.clear();
-        c.lookup_batch(batch.iter().map(view), m);
-        d.extend(
-            m.iter()
-                .map(|r| r.and_then(|r| outs[r]).map_or(DROP, |o| o as u16)),
+        let drop = self.noutputs as u16;
+        self.rules.classifier.lookup_cached(
+            batch.as_slice(),
+            view,
+            |r| r.and_then(|r| outs[r]).map_or(drop, |o| o as u16),
+            d,
+            &mut self.cache,
         );
-        let first = d.first().copied().unwrap_or(DROP);
+        let first = d.first().copied().unwrap_or(drop);
         if d.iter().all(|&x| x == first) {
-            if first != DROP {
+            if first != drop {
                 ctx.push(first.into(), batch);
             }
             return;
         }
         for (p, &o) in batch.into_iter().zip(d.iter()) {
-            if o != DROP {
-                self.outs[usize::from(o)].push(p);
-            }
+            self.outs[usize::from(o)].push(p);
         }
+        // Released together (one pool access, not one per packet).
+        self.outs[self.noutputs] = Batch::new();
         for o in 0..self.noutputs {
             if !self.outs[o].is_empty() {
                 let b = std::mem::take(&mut self.outs[o]);
@@ -172,6 +192,9 @@ impl Element for IpClassify {
                 }
                 Some(out)
             }
+            "cache_size" => Some(self.cache.entries().to_string()),
+            "cache_hits" => Some(self.cache.hits.to_string()),
+            "cache_misses" => Some(self.cache.misses.to_string()),
             "config" => Some(
                 self.rules
                     .text
@@ -185,6 +208,15 @@ impl Element for IpClassify {
     }
 
     fn write_handler(&mut self, name: &str, value: &str) -> Option<Result<(), String>> {
+        if name == "cache_size" {
+            return Some(match value.trim().parse::<usize>() {
+                Ok(n) if n <= 1 << 26 => {
+                    self.cache = DecisionCache::new(n);
+                    Ok(())
+                }
+                _ => Err("cache_size: expected an entry count from 0 to 67108864".into()),
+            });
+        }
         if name != "config" {
             return None;
         }
@@ -198,6 +230,7 @@ impl Element for IpClassify {
         Some(match compile_ip_rules(&args, self.noutputs, self.filter) {
             Ok(r) => {
                 self.rules = r;
+                self.cache.clear();
                 Ok(())
             }
             Err(e) => Err(e.join("\n")),

@@ -1,14 +1,17 @@
 //! The classifier behind IPClassifier, IPFilter and Classifier: Click's
 //! pattern languages parsed into expressions ([`expr`], [`parse`],
 //! [`pattern`]) and compiled into a decision tree ([`tree`]) whose lookup
-//! cost does not grow linearly with the number of rules. See
+//! cost does not grow linearly with the number of rules, with an
+//! exact-match decision cache in front of it ([`cache`]). See
 //! `docs/classifier.md` for the design and measurements.
 
+pub mod cache;
 pub mod expr;
 pub mod parse;
 pub mod pattern;
 pub mod tree;
 
+pub use cache::DecisionCache;
 pub use expr::{linear_match, Expr, PacketView};
 pub use tree::Classifier;
 

@@ -11,6 +11,7 @@
 //! is exact: the first rule with a matching box (and residual) is the first
 //! rule whose expression holds, which is Click's first-match semantics.
 
+use super::cache::{DecisionCache, Probe};
 use super::expr::{Atom, Base, Dim, Expr, PacketView, DIM_MAX, NDIMS, NO_PORT};
 
 /// Most boxes one rule may expand into before it is kept whole.
@@ -636,7 +637,7 @@ impl Classifier {
                 let p = &chunk[i];
                 out.push(if ok[i] {
                     let [a, b] = self.ranges[node[i] as usize];
-                    self.scan(a as usize, b as usize, &keys[i], p)
+                    self.scan(a as usize, b as usize, &keys[i], p).0
                 } else {
                     super::expr::linear_match(&self.rules, p)
                 });
@@ -644,10 +645,108 @@ impl Classifier {
         }
     }
 
+    /// The first matching rule of each of `items` (seen through `view`),
+    /// mapped through `decide` and appended to `out` in order, with the decisions the tree makes from
+    /// the key alone remembered in `cache` (which must belong to this rule
+    /// set: clear it when the rules change): a packet whose key is cached
+    /// skips the tree. For each group of packets the keys are packed and
+    /// their cache sets prefetched first, then probed; the misses walk the
+    /// tree in lock step as in [`lookup_batch`](Self::lookup_batch).
+    pub fn lookup_cached<T, D: Copy + Default>(
+        &self,
+        items: &[T],
+        view: impl for<'a> Fn(&'a T) -> PacketView<'a>,
+        decide: impl Fn(Option<usize>) -> D,
+        out: &mut Vec<D>,
+        cache: &mut DecisionCache,
+    ) {
+        if !cache.usable(self.rules.len()) {
+            // Turned off (or too many rules for its entries): the tree alone.
+            let mut tmp = std::mem::take(&mut cache.scratch);
+            tmp.clear();
+            self.lookup_batch(items.iter().map(&view), &mut tmp);
+            out.extend(tmp.iter().map(|&r| decide(r)));
+            cache.scratch = tmp;
+            return;
+        }
+        const G: usize = 16;
+        for chunk in items.chunks(G) {
+            let n = chunk.len();
+            let mut probes = [Probe::default(); G];
+            let mut keyed = 0u32;
+            for (i, t) in chunk.iter().enumerate() {
+                if let Some(k) = view(t).key() {
+                    probes[i] = Probe::new(&k);
+                    cache.prefetch(&probes[i]);
+                    keyed |= 1 << i;
+                }
+            }
+            let mut res = [D::default(); G];
+            let mut miss = [0u8; G];
+            let mut m = 0;
+            for i in 0..n {
+                if keyed >> i & 1 == 0 {
+                    res[i] = decide(super::expr::linear_match(&self.rules, &view(&chunk[i])));
+                    continue;
+                }
+                match cache.get(&probes[i]) {
+                    Some(d) => res[i] = decide(d),
+                    None => {
+                        miss[m] = i as u8;
+                        m += 1;
+                    }
+                }
+            }
+            cache.hits += u64::from(keyed.count_ones()) - m as u64;
+            cache.misses += m as u64;
+            if m > 0 {
+                let mut keys = [[0u32; NDIMS]; G];
+                for j in 0..m {
+                    // Keyed above, so the key is there.
+                    keys[j] = view(&chunk[usize::from(miss[j])])
+                        .key()
+                        .unwrap_or([0; NDIMS]);
+                }
+                let mut node = [0u32; G];
+                loop {
+                    let mut all_leaves = 1u8;
+                    for j in 0..m {
+                        let q = &self.quads[node[j] as usize];
+                        all_leaves &= q.leaf;
+                        node[j] = q.step(&keys[j]);
+                    }
+                    if all_leaves == 1 {
+                        break;
+                    }
+                }
+                for j in 0..m {
+                    let i = usize::from(miss[j]);
+                    let [a, b] = self.ranges[node[j] as usize];
+                    let (r, pure) = self.scan(a as usize, b as usize, &keys[j], &view(&chunk[i]));
+                    res[i] = decide(r);
+                    if pure {
+                        cache.put(&probes[i], r);
+                    }
+                }
+            }
+            out.extend_from_slice(&res[..n]);
+        }
+    }
+
+    /// The first rule of leaf items `a..b` matching key `k` (and `p`, for
+    /// residuals), and whether that answer came from the key alone (no
+    /// residual was evaluated), which makes it cacheable.
     #[inline]
-    fn scan(&self, a: usize, b: usize, k: &[u32; NDIMS], p: &PacketView<'_>) -> Option<usize> {
+    fn scan(
+        &self,
+        a: usize,
+        b: usize,
+        k: &[u32; NDIMS],
+        p: &PacketView<'_>,
+    ) -> (Option<usize>, bool) {
         // Containment of up to 32 boxes as a bit mask without branches,
         // then the first box (whose residual holds) in rule order.
+        let mut pure = true;
         for group in self.items[a..b].chunks(32) {
             let mut mask = 0u32;
             for (i, it) in group.iter().enumerate() {
@@ -655,13 +754,17 @@ impl Classifier {
             }
             while mask != 0 {
                 let it = &group[mask.trailing_zeros() as usize];
-                if it.resid == NONE || p.eval(&self.resid[it.resid as usize]) {
-                    return Some(it.rule as usize);
+                if it.resid == NONE {
+                    return (Some(it.rule as usize), pure);
+                }
+                pure = false;
+                if p.eval(&self.resid[it.resid as usize]) {
+                    return (Some(it.rule as usize), false);
                 }
                 mask &= mask - 1;
             }
         }
-        None
+        (None, pure)
     }
 
     #[inline]
@@ -671,7 +774,7 @@ impl Classifier {
             let q = &self.quads[n];
             if q.leaf != 0 {
                 let [a, b] = self.ranges[n];
-                return self.scan(a as usize, b as usize, k, p);
+                return self.scan(a as usize, b as usize, k, p).0;
             }
             n = q.step(k) as usize;
         }

@@ -4,4 +4,5 @@
 //! `linerate bench elements` prints ([`elements`]); the `linerate-bench`
 //! binary runs the process-level suites of issues 2 and 3.
 
+pub mod classrules;
 pub mod elements;

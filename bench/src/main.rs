@@ -1,8 +1,9 @@
 //! `linerate-bench`: the benchmarks behind docs/performance.md.
 //!
 //! `linerate-bench ip [...]` runs issue 3's pipelines of Click's IP elements
-//! (AggregateIPFlows; DecIPTTL, SetIPChecksum and ToDump to a memory-backed
-//! file system).
+//! (AggregateIPFlows; IPFilter with 1,000 and 8,000 generated rules, with
+//! and without its decision cache; DecIPTTL, SetIPChecksum and ToDump to a
+//! memory-backed file system).
 //!
 //! `linerate-bench core [--runs N] [--traces DIR] [--quick] [--evict]` runs
 //! the core framework benchmark of issue 2: each case is a separate
@@ -228,19 +229,58 @@ fn suite_ip(big: &Path, big_n: u64, traces: &Path, runs: usize) {
         "/tmp"
     };
     let out = format!("{shm}/linerate-bench-out.pcap");
-    let cases = vec![
+    let mut cases = vec![
         Case { name: "FromDump(T) -> Discard (reference)".into(), packets: big_n, cmd: lr(&format!("FromDump({b}, STOP true) -> Discard"), &[]) },
         Case {
             name: "FromDump(T) -> Strip(14) -> CheckIPHeader -> AggregateIPFlows -> Discard".into(),
             packets: big_n,
             cmd: lr(&format!("FromDump({b}, STOP true) -> Strip(14) -> CheckIPHeader -> AggregateIPFlows -> Discard"), &[]),
         },
+    ];
+    // IPFilter with the generated rule sets (see `classrules`): written to
+    // configuration files next to the traces (8,000 rules are longer than
+    // one command-line argument may be). The last case turns the decision
+    // cache off (`cache_size` 0, written by a Script before the first
+    // packet), so the tree alone is measured too.
+    let (flows, _) = linerate_bench::classrules::trace(0);
+    for (n, cache) in [(1000, true), (8000, true), (1000, false)] {
+        let rules = linerate_bench::classrules::rules(n, &flows).join(",\n  ");
+        let script = if cache {
+            ""
+        } else {
+            "Script(write f.cache_size 0);\n"
+        };
+        let file = traces.join(format!(
+            "ipfilter-{n}{}.click",
+            if cache { "" } else { "-nocache" }
+        ));
+        std::fs::write(
+            &file,
+            format!("{script}FromDump({b}, STOP true) -> Strip(14) -> CheckIPHeader\n-> f :: IPFilter({rules})\n-> Discard;\n"),
+        )
+        .expect("write the IPFilter configuration");
+        let cmd = vec![
+            bin_dir().join("linerate").display().to_string(),
+            "run".into(),
+            "--no-summary".into(),
+            file.display().to_string(),
+        ];
+        cases.push(Case {
+            name: format!(
+                "FromDump(T) -> Strip(14) -> CheckIPHeader -> IPFilter({n} rules{}) -> Discard",
+                if cache { "" } else { ", cache off" }
+            ),
+            packets: big_n,
+            cmd,
+        });
+    }
+    cases.push(
         Case {
             name: format!("FromDump(2M) -> Strip(14) -> CheckIPHeader -> DecIPTTL -> SetIPChecksum -> Unstrip(14) -> ToDump({shm})"),
             packets: 2_000_000,
             cmd: lr(&format!("FromDump({s}, STOP true) -> Strip(14) -> CheckIPHeader -> DecIPTTL -> SetIPChecksum -> Unstrip(14) -> ToDump({out})"), &[]),
         },
-    ];
+    );
     measure(&cases, runs);
     let _ = std::fs::remove_file(&out);
 }

@@ -6,110 +6,15 @@
 //! classbench --print N           print the N generated rules (IPFilter arguments)
 //! ```
 //!
-//! Rules: random `allow`/`deny`, mixing protocol (tcp, udp or any), source
-//! and destination prefixes of lengths 0-32, exact destination ports and
-//! port ranges written as comparisons (`dst port >= A && dst port <= B`);
-//! half are derived from flows of the core benchmark trace (the 10,000
-//! flows of `gentrace small`, regenerated here with the same seed), half are
-//! random; a final `deny all`. Packets are the trace's first 2,000,000
-//! packets (IPv4/UDP headers), looked up in-process. Each figure is the
-//! median of 5 runs.
+//! Rules: see [`linerate_bench::classrules`]. Packets are the core trace's
+//! first 2,000,000 packets (IPv4/UDP headers), looked up in-process: one by
+//! one, in batches of 64 through the tree (`lookup_batch`), and in batches
+//! of 64 through IPFilter's decision cache (`lookup_cached`). Each figure
+//! is the median of 5 runs.
 
-use linerate_elements::classification::compile::{compile_ip_rules, PacketView};
+use linerate_bench::classrules::{rules, trace};
+use linerate_elements::classification::compile::{compile_ip_rules, DecisionCache, PacketView};
 use std::time::Instant;
-
-/// splitmix64, as in gentrace.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
-
-struct Flow {
-    src: [u8; 4],
-    dst: [u8; 4],
-    sport: u16,
-    dport: u16,
-}
-
-const FLOWS: usize = 10_000;
-
-/// The flows of gentrace's benchmark traces, and the flow index of each of
-/// the first `n` packets.
-fn trace(n: usize) -> (Vec<Flow>, Vec<usize>) {
-    let mut rng = Rng(0x6c69_6e65_7261_7465);
-    let flows: Vec<Flow> = (0..FLOWS)
-        .map(|_| {
-            let s = rng.next();
-            let d = rng.next();
-            Flow {
-                src: [10, (s >> 8) as u8, (s >> 16) as u8, (s >> 24) as u8 | 1],
-                dst: [192, 168, (d >> 8) as u8, (d >> 16) as u8 | 1],
-                sport: 1024 + rng.below(64_000) as u16,
-                dport: 1024 + rng.below(64_000) as u16,
-            }
-        })
-        .collect();
-    let pk = (0..n).map(|_| rng.below(FLOWS as u64) as usize).collect();
-    (flows, pk)
-}
-
-fn prefix(a: [u8; 4], len: u64) -> String {
-    let v = u32::from_be_bytes(a);
-    let m = if len == 0 { 0 } else { u32::MAX << (32 - len) };
-    let [x, y, z, w] = (v & m).to_be_bytes();
-    format!("{x}.{y}.{z}.{w}/{len}")
-}
-
-/// `n` rules plus the final `deny all`.
-fn rules(n: usize, flows: &[Flow]) -> Vec<String> {
-    let mut rng = Rng(0x636c_6173_7362_656e); // "classben"
-    let mut out = Vec::with_capacity(n + 1);
-    for i in 0..n {
-        let action = if rng.below(2) == 0 { "allow" } else { "deny" };
-        let proto = ["tcp", "udp", ""][rng.below(3) as usize];
-        let (src, dst, port) = if i % 2 == 0 {
-            let f = &flows[rng.below(FLOWS as u64) as usize];
-            (f.src, f.dst, f.dport)
-        } else {
-            (
-                (rng.next() as u32).to_be_bytes(),
-                (rng.next() as u32).to_be_bytes(),
-                rng.below(65536) as u16,
-            )
-        };
-        let mut parts = Vec::new();
-        if !proto.is_empty() {
-            parts.push(proto.to_string());
-        }
-        parts.push(format!("src net {}", prefix(src, rng.below(33))));
-        parts.push(format!("dst net {}", prefix(dst, rng.below(33))));
-        match rng.below(3) {
-            0 => parts.push(format!("dst port {port}")),
-            1 => {
-                let w = rng.below(4096) as u16;
-                let lo = port.saturating_sub(w / 2);
-                parts.push(format!(
-                    "dst port >= {lo} && dst port <= {}",
-                    lo.saturating_add(w)
-                ));
-            }
-            _ => {}
-        }
-        out.push(format!("{action} {}", parts.join(" && ")));
-    }
-    out.push("deny all".into());
-    out
-}
 
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
@@ -140,8 +45,8 @@ fn main() {
         hdrs.extend_from_slice(&f.dport.to_be_bytes());
         hdrs.extend_from_slice(&[0, 30, 0, 0]);
     }
-    println!("| rules | build ms (median of 5) | boxes | tree nodes | leaf entries | depth | Mlookups/s (median of 5) | batched Mlookups/s | allowed |");
-    println!("|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    println!("| rules | build ms (median of 5) | boxes | tree nodes | leaf entries | depth | Mlookups/s (median of 5) | batched Mlookups/s | cached Mlookups/s | allowed |");
+    println!("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     for n in sizes {
         let r = rules(n, &flows);
         let mut builds = Vec::new();
@@ -184,9 +89,34 @@ fn main() {
             brates.push(pk.len() as f64 / t.elapsed().as_secs_f64() / 1e6);
             assert_eq!(ballowed, allowed, "batch and single lookups disagree");
         }
+        // The same batches through IPFilter's decision cache (a fresh one
+        // per run, default size: the first packet of each flow misses).
+        let mut crates = Vec::new();
+        let mut hit_rate = 0.0;
+        let mut dec = Vec::with_capacity(64);
+        let views: Vec<&[u8]> = hdrs.chunks_exact(28).collect();
+        for _ in 0..5 {
+            let mut cache = DecisionCache::new(DecisionCache::DEFAULT_ENTRIES);
+            let t = Instant::now();
+            let mut callowed = 0usize;
+            for b in views.chunks(64) {
+                dec.clear();
+                c.classifier.lookup_cached(
+                    b,
+                    |h| PacketView::ip(h),
+                    |r| matches!(r.map(|i| c.outputs[i]), Some(Some(_))),
+                    &mut dec,
+                    &mut cache,
+                );
+                callowed += dec.iter().filter(|&&a| a).count();
+            }
+            crates.push(pk.len() as f64 / t.elapsed().as_secs_f64() / 1e6);
+            assert_eq!(callowed, allowed, "cached and single lookups disagree");
+            hit_rate = cache.hits as f64 / (cache.hits + cache.misses) as f64;
+        }
         let s = c.classifier.stats();
         println!(
-            "| {n} | {:.1} | {} | {} | {} ({} max) | {} | {:.1} | {:.1} | {allowed} |",
+            "| {n} | {:.1} | {} | {} | {} ({} max) | {} | {:.1} | {:.1} | {:.1} ({:.2} % hits) | {allowed} |",
             median(builds),
             s.boxes,
             s.nodes,
@@ -194,7 +124,9 @@ fn main() {
             s.max_leaf,
             s.depth,
             median(rates),
-            median(brates)
+            median(brates),
+            median(crates),
+            hit_rate * 100.0
         );
     }
 }

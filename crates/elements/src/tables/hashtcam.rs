@@ -396,8 +396,25 @@ fn eq(a: &Words, b: &Words) -> bool {
     ((a[0] ^ b[0]) | (a[1] ^ b[1]) | (a[2] ^ b[2]) | (a[3] ^ b[3]) | (a[4] ^ b[4])) == 0
 }
 
-/// A multilinear sum over the words (independent multiplications), its
-/// high half folded into the low half, which indexes the tables.
+/// The hash of a key: the low bits index a table, the high 32 bits are
+/// the tag. With SSE4.2, the CRC-32C of the words in both halves (five
+/// instructions); otherwise a multilinear sum over the words with its high
+/// half folded into the low half.
+#[cfg(all(target_arch = "x86_64", target_feature = "sse4.2"))]
+#[inline(always)]
+fn hash(k: &Words) -> u64 {
+    use std::arch::x86_64::_mm_crc32_u64;
+    let mut c = 0;
+    for &w in k {
+        // SAFETY: the instruction exists: SSE4.2 is enabled for the whole
+        // build (the `cfg` of this function).
+        c = unsafe { _mm_crc32_u64(c, w) };
+    }
+    c | c << 32
+}
+
+/// See above (without SSE4.2).
+#[cfg(not(all(target_arch = "x86_64", target_feature = "sse4.2")))]
 #[inline(always)]
 fn hash(k: &Words) -> u64 {
     const M: [u64; 6] = [
@@ -590,6 +607,9 @@ pub struct Tcam {
 /// No rule matches.
 const NO_MATCH: u32 = u32::MAX;
 
+/// The packet has no key (the element's output array only).
+const BAD: u32 = u32::MAX - 1;
+
 /// Ways of a cache bucket.
 const WAYS: usize = 8;
 
@@ -671,16 +691,17 @@ impl Emc {
         None
     }
 
-    /// Cache `port` for `key`: in the way that holds the key already, else
-    /// a free or stale one, else the next victim in rotation.
+    /// Cache `port` for `key`: in a way with the key's tag (the key's own
+    /// line, stale, or another key's with the same tag), else a free one,
+    /// else the next victim in rotation (reading no line: stale lines of
+    /// other keys are replaced in rotation like valid ones).
     fn put(&mut self, key: Words, h: u64, gen: u64, port: u32) {
         let b = self.bucket(h);
         let t = tag(h);
         let tags = &self.tags[b].0;
-        let lines = &self.lines[b * WAYS..][..WAYS];
         let w = (0..WAYS)
-            .find(|&w| tags[w] == t && lines[w].gen == gen && eq(&lines[w].key, &key))
-            .or_else(|| (0..WAYS).find(|&w| tags[w] == 0 || lines[w].gen != gen))
+            .find(|&w| tags[w] == t)
+            .or_else(|| (0..WAYS).find(|&w| tags[w] == 0))
             .unwrap_or_else(|| {
                 self.victim = (self.victim + 1) % WAYS;
                 self.victim
@@ -690,18 +711,12 @@ impl Emc {
     }
 }
 
-/// Per-batch scratch arrays of `Tcam::classify`, kept between batches.
+/// Keys classified together (arrays on the stack).
+const CHUNK: usize = 64;
+
+/// Scratch arrays of the table search, kept between batches.
 #[derive(Debug, Default)]
 pub(crate) struct Scratch {
-    /// The staged keys, masked by the union of the masks.
-    keys: Vec<Words>,
-    /// Cache-key hashes, per key, and the ways whose tags match.
-    chash: Vec<u64>,
-    cways: Vec<u32>,
-    /// Keys that missed the cache, and their positions.
-    miss: Vec<Words>,
-    midx: Vec<u16>,
-    mout: Vec<u32>,
     hashes: Vec<u64>,
     ranks: Vec<u64>,
     live: Vec<u8>,
@@ -764,7 +779,7 @@ impl Tcam {
         if self.index.contains_key(&r) {
             return Err(format!("rule '{}' exists", r.unparse()));
         }
-        if r.port == NO_MATCH {
+        if r.port >= BAD {
             return Err(format!("output {} out of range", r.port));
         }
         let seq = self.seq;
@@ -839,83 +854,71 @@ impl Tcam {
                 .collect();
         }
         let mut s = Scratch::default();
-        for k in keys {
-            self.stage(&pack(k), &mut s);
-        }
+        let mut w: Vec<Words> = keys.iter().map(pack).collect();
         let mut out = vec![0u32; keys.len()];
-        self.classify(&mut s, &mut out);
+        for (k, o) in w.chunks_mut(CHUNK).zip(out.chunks_mut(CHUNK)) {
+            self.classify(k, &mut s, o);
+        }
         out.into_iter()
             .map(|o| (o != NO_MATCH).then_some(o))
             .collect()
     }
 
-    /// Add key `w` to the batch in `s`: masked by the union of the masks
-    /// (which changes no lookup: every mask lies inside it) and, with a
-    /// cache, hashed, its cache bucket prefetched.
-    #[inline(always)]
-    fn stage(&self, w: &Words, s: &mut Scratch) {
-        let k = masked(w, &self.union);
-        if !self.cache.lines.is_empty() {
-            let h = hash(&k);
-            s.chash.push(h);
-            prefetch(&self.cache.tags[self.cache.bucket(h)]);
+    /// The output of the best rule matching each of up to `CHUNK` keys
+    /// (`NO_MATCH`: none): from the cache where it holds the key in this
+    /// generation, else by searching the tables (and then cached). The keys
+    /// are masked in place by the union of the masks, which changes no
+    /// lookup (every mask lies inside it).
+    fn classify(&mut self, keys: &mut [Words], s: &mut Scratch, out: &mut [u32]) {
+        debug_assert!(keys.len() <= CHUNK && out.len() == keys.len());
+        let u = self.union;
+        for k in keys.iter_mut() {
+            *k = masked(k, &u);
         }
-        s.keys.push(k);
-    }
-
-    /// The output of the best rule matching each key staged in `s`
-    /// (`NO_MATCH`: none), then an empty batch: from the cache where it
-    /// holds the key in this generation, else by searching the tables (and
-    /// then cached).
-    fn classify(&mut self, s: &mut Scratch, out: &mut [u32]) {
-        let keys = std::mem::take(&mut s.keys);
         if self.cache.lines.is_empty() {
-            self.search(&keys, s, out);
-        } else {
-            self.classify_cached(&keys, s, out);
+            self.search(keys, s, out);
+            return;
         }
-        s.keys = keys;
-        s.keys.clear();
-        s.chash.clear();
-    }
-
-    fn classify_cached(&mut self, keys: &[Words], s: &mut Scratch, out: &mut [u32]) {
         let gen = self.gen;
-        // The tags are in cache now: prefetch the line a hit will read.
-        s.cways.clear();
-        for &h in &s.chash {
-            let m = self.cache.ways(h);
-            s.cways.push(m);
-            if m != 0 {
-                prefetch(self.cache.first_line(h, m));
+        // Hash every key and prefetch its bucket's tags; then, the tags in
+        // cache, prefetch the line a hit will read; then compare.
+        let mut hs = [0u64; CHUNK];
+        for (h, k) in hs.iter_mut().zip(keys.iter()) {
+            *h = hash(k);
+            prefetch(&self.cache.tags[self.cache.bucket(*h)]);
+        }
+        let hs = &hs[..keys.len()];
+        let mut ways = [0u32; CHUNK];
+        for (w, &h) in ways.iter_mut().zip(hs) {
+            *w = self.cache.ways(h);
+            if *w != 0 {
+                prefetch(self.cache.first_line(h, *w));
             }
         }
-        let mut miss = std::mem::take(&mut s.miss);
-        miss.clear();
-        s.midx.clear();
+        let mut miss = [[0u64; 5]; CHUNK];
+        let mut midx = [0u8; CHUNK];
+        let mut nm = 0;
         for (i, k) in keys.iter().enumerate() {
-            match self.cache.get(k, s.chash[i], s.cways[i], gen) {
+            match self.cache.get(k, hs[i], ways[i], gen) {
                 Some(p) => out[i] = p,
                 None => {
-                    miss.push(*k);
-                    s.midx.push(i as u16);
+                    miss[nm] = *k;
+                    midx[nm] = i as u8;
+                    nm += 1;
                 }
             }
         }
         self.cache.lookups += keys.len() as u64;
-        self.cache.hits += (keys.len() - miss.len()) as u64;
-        if !miss.is_empty() {
-            let mut mout = std::mem::take(&mut s.mout);
-            mout.resize(miss.len(), 0);
-            self.search(&miss, s, &mut mout);
-            for (&i, &p) in s.midx.iter().zip(&mout) {
+        self.cache.hits += (keys.len() - nm) as u64;
+        if nm > 0 {
+            let mut mout = [0u32; CHUNK];
+            self.search(&miss[..nm], s, &mut mout[..nm]);
+            for (&i, &p) in midx[..nm].iter().zip(&mout[..nm]) {
                 let i = usize::from(i);
                 out[i] = p;
-                self.cache.put(keys[i], s.chash[i], gen, p);
+                self.cache.put(keys[i], hs[i], gen, p);
             }
-            s.mout = mout;
         }
-        s.miss = miss;
     }
 
     /// `lookup_batch` over any number of keys, 256 at a time.
@@ -1006,7 +1009,7 @@ pub struct HashTcam {
     misses: u64,
     bad: u64,
     flow: Vec<Key>,
-    idx: Vec<u16>,
+    /// Per packet of a batch: the output, `NO_MATCH` or `BAD`.
     out: Vec<u32>,
     scratch: Scratch,
     outs: Vec<Batch>,
@@ -1085,7 +1088,6 @@ fn make(ctx: &ConfigureCtx<'_>) -> Result<Box<dyn Element>, Vec<String>> {
         misses: 0,
         bad: 0,
         flow: Vec::new(),
-        idx: Vec::new(),
         out: Vec::new(),
         scratch: Scratch::default(),
         outs: (0..ctx.noutputs()).map(|_| Batch::new()).collect(),
@@ -1125,50 +1127,55 @@ fn make(ctx: &ConfigureCtx<'_>) -> Result<Box<dyn Element>, Vec<String>> {
 impl Element for HashTcam {
     fn push(&mut self, _port: usize, mut batch: Batch, ctx: &mut Ctx<'_>) {
         self.lookups += batch.len() as u64;
-        // Keys of the packets that have one (the rest are bad).
-        self.flow.clear();
-        self.idx.clear();
-        let reference = self.tcam.reference;
-        for (i, p) in batch.iter_mut().enumerate() {
-            let mut id = u16::MAX;
-            if self.mark(p) {
-                // The fast path reads the words straight from the packet
-                // (the same key as `FlowKey::from_packet`'s).
-                if reference {
-                    if let Some(k) = FlowKey::from_packet(p) {
-                        self.flow.push(k);
-                        id = i as u16;
-                    }
-                } else if let Some(r) = key_words(p, KeyRules::FLOW_KEY) {
-                    self.tcam.stage(&r.words, &mut self.scratch);
-                    id = i as u16;
+        self.out.clear();
+        self.out.resize(batch.len(), BAD);
+        if self.tcam.reference {
+            self.flow.clear();
+            let mut pos = Vec::new();
+            for (i, p) in batch.iter_mut().enumerate() {
+                if let Some(k) = self.mark(p).then(|| FlowKey::from_packet(p)).flatten() {
+                    self.flow.push(k);
+                    pos.push(i);
                 }
             }
-            self.idx.push(id);
-        }
-        if reference {
-            self.out.clear();
-            for k in &self.flow {
-                let o = self.tcam.lookup_reference(k).map_or(NO_MATCH, |r| r.0.port);
-                self.out.push(o);
+            for (k, i) in self.flow.iter().zip(pos) {
+                self.out[i] = self.tcam.lookup_reference(k).map_or(NO_MATCH, |r| r.0.port);
             }
         } else {
-            self.out.resize(self.scratch.keys.len(), 0);
-            self.tcam.classify(&mut self.scratch, &mut self.out);
-        }
-        let mut k = 0;
-        for (p, &i) in batch.into_iter().zip(self.idx.iter()) {
-            if i == u16::MAX {
-                self.bad += 1;
-                continue;
+            // Chunks of keys read straight from the packets (the same words
+            // as `FlowKey::from_packet`'s), in arrays on the stack.
+            for (c, chunk) in batch.as_mut_slice().chunks_mut(CHUNK).enumerate() {
+                let mut keys = [[0u64; 5]; CHUNK];
+                let mut pos = [0u8; CHUNK];
+                let mut n = 0;
+                for (i, p) in chunk.iter_mut().enumerate() {
+                    if self.mark(p) {
+                        if let Some(r) = key_words(p, KeyRules::FLOW_KEY) {
+                            keys[n] = r.words;
+                            pos[n] = i as u8;
+                            n += 1;
+                        }
+                    }
+                }
+                let mut o = [0u32; CHUNK];
+                self.tcam
+                    .classify(&mut keys[..n], &mut self.scratch, &mut o[..n]);
+                let out = &mut self.out[c * CHUNK..];
+                for (&i, &o) in pos[..n].iter().zip(&o[..n]) {
+                    out[usize::from(i)] = o;
+                }
             }
-            if self.out[k] == NO_MATCH {
-                self.misses += 1;
-            } else {
-                self.outs[self.out[k] as usize].push(p);
-            }
-            k += 1;
         }
+        let (mut bad, mut misses) = (0, 0);
+        for (p, &o) in batch.into_iter().zip(&self.out) {
+            match o {
+                BAD => bad += 1,
+                NO_MATCH => misses += 1,
+                o => self.outs[o as usize].push(p),
+            }
+        }
+        self.bad += bad;
+        self.misses += misses;
         for (i, b) in self.outs.iter_mut().enumerate() {
             if !b.is_empty() {
                 ctx.push(i, std::mem::take(b));

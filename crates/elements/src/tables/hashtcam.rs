@@ -104,8 +104,8 @@
 //! on average (the benchmark's priority bands overlap, so pruning stops
 //! late, and the 10 % that match no rule search all 16). With 65,536 flows
 //! the default cache hits 6 % and a packet costs about 240 ns, 15 % more
-//! than without it (hash, tag compare and fill on every miss). Inserts take about
-//! 2 us (p99 under 10 us; a table that doubles takes longer).
+//! than without it (hash, tag compare and fill on every miss). Inserts
+//! take about 2 us (p99 under 10 us; a table that doubles takes longer).
 
 use crate::hint::prefetch;
 use linerate_runtime::flow::{key_words, FlowKey, KeyRules, KeyWords};

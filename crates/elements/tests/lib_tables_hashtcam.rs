@@ -1,7 +1,9 @@
 //! HashTCAM (tuple space search over 5-tuples) in Click's test style:
 //! literal rules, packets and expected outputs and handler values, and
 //! differential property tests: the hash tables and the linear rule scan
-//! (`IMPL reference`) agree on random rules, inserts, deletes and keys.
+//! (`IMPL reference`) agree on random rules, inserts, deletes and keys,
+//! with and without the exact-match cache (lookups between inserts and
+//! deletes, so that stale lines would show).
 
 mod common;
 
@@ -84,11 +86,22 @@ fn key6(src: &str, dst: &str, sport: u16, dport: u16, proto: u8) -> FlowKey {
 /// Run `HashTCAM(config)` with `n` outputs on `pkts`; the packet count of
 /// every output, and the router.
 fn run_tcam(config: &str, n: usize, pkts: &[Vec<u8>], name: &str) -> (Router, Vec<String>) {
+    run_tcam_burst(config, n, pkts, name, 64)
+}
+
+/// `run_tcam` with `burst` packets a batch.
+fn run_tcam_burst(
+    config: &str,
+    n: usize,
+    pkts: &[Vec<u8>],
+    name: &str,
+    burst: usize,
+) -> (Router, Vec<String>) {
     let d = tmpdir(name);
     let inp = d.join("in.pcap");
     write_pcap(&inp, pkts);
     let mut text = format!(
-        "FromDump({}, STOP true) -> t :: HashTCAM({config});\n",
+        "FromDump({}, STOP true, BURST {burst}) -> t :: HashTCAM({config});\n",
         inp.display()
     );
     for k in 0..n {
@@ -202,6 +215,49 @@ fn rules_insert_and_delete_handlers() {
         "9 0 proto 1\n5 1 dport 22\n5 0 dport 22"
     );
     let _ = std::fs::remove_dir_all(&d);
+}
+
+#[test]
+fn cache_hits_and_invalidation() {
+    // Each key three times, a batch of three each time: the first lookup
+    // of a key misses the cache, the next two hit it.
+    let keys = [
+        key4([192, 168, 1, 1], [10, 1, 1, 1], 5000, 80, 6),
+        key4([1, 1, 1, 1], [11, 1, 1, 1], 5000, 2000, 17),
+        key4([1, 1, 1, 1], [11, 1, 1, 1], 5000, 1023, 17),
+    ];
+    let pkts: Vec<Vec<u8>> = (0..3).flat_map(|_| keys.iter().map(frame)).collect();
+    let (r, counts) = run_tcam_burst(&format!("{RULES}, OFFSET 14"), 4, &pkts, "cache", 3);
+    assert_eq!(counts, ["3", "0", "3", "0"]);
+    assert_eq!(read(&r, "t.misses"), "3");
+    assert_eq!(read(&r, "t.cache_hits"), "6");
+    assert_eq!(read(&r, "t.cache_hit_rate"), "66.7");
+    let (r, counts) = run_tcam_burst(
+        &format!("{RULES}, OFFSET 14, CACHE 0"),
+        4,
+        &pkts,
+        "nocache",
+        3,
+    );
+    assert_eq!(counts, ["3", "0", "3", "0"]);
+    assert_eq!(read(&r, "t.cache_hits"), "0");
+    assert_eq!(read(&r, "t.cache_hit_rate"), "0.0");
+    // A cached answer (a miss, then a match) goes stale with every insert
+    // and delete.
+    let mut t = Tcam::with_cache(false, 64);
+    let k = key4([1, 1, 1, 1], [2, 2, 2, 2], 3, 4, 6);
+    assert_eq!(t.lookup(&k), None);
+    t.insert(Rule::parse("1 0 dport 4").unwrap()).unwrap();
+    assert_eq!(t.lookup(&k), Some(0));
+    t.insert(Rule::parse("2 1 src 1.1.1.0/24").unwrap())
+        .unwrap();
+    assert_eq!(t.lookup(&k), Some(1));
+    t.delete(&Rule::parse("2 1 src 1.1.1.0/24").unwrap())
+        .unwrap();
+    assert_eq!(t.lookup(&k), Some(0));
+    assert_eq!(t.cache_stats(), (0, 4));
+    assert_eq!(t.lookup(&k), Some(0));
+    assert_eq!(t.cache_stats(), (1, 5));
 }
 
 #[test]
@@ -331,6 +387,71 @@ proptest! {
     }
 }
 
+/// A lookup of `keys`, or a rule inserted or deleted.
+#[derive(Debug, Clone)]
+enum Op {
+    Insert(String),
+    Delete(String),
+    Lookup(Vec<FlowKey>),
+}
+
+fn op_strategy() -> impl Strategy<Value = Op> {
+    // Priorities from a wide range as well as the narrow one (ties), so
+    // that the tables' bounds differ and the search stops early.
+    let rule = || {
+        (rule_strategy(), prop::option::of(0u32..1000)).prop_map(|(r, p)| match p {
+            Some(p) => format!("{p} {}", r.split_once(' ').map_or("", |x| x.1)),
+            None => r,
+        })
+    };
+    prop_oneof![
+        3 => rule().prop_map(Op::Insert),
+        1 => rule().prop_map(Op::Delete),
+        2 => prop::collection::vec(key_strategy(), 1..24).prop_map(Op::Lookup),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+    /// Lookups between inserts and deletes, in batches with repeated keys,
+    /// through caches of one bucket (lines evicted all the time), of a few
+    /// and of none, against the linear scan.
+    #[test]
+    fn cached_tables_and_linear_scan_agree(
+        ops in prop::collection::vec(op_strategy(), 1..60),
+        lines in prop_oneof![Just(0usize), Just(1), Just(8), Just(64)],
+    ) {
+        let mut fast = Tcam::with_cache(false, lines);
+        let mut slow = Tcam::new(true);
+        let mut hits = 0;
+        for op in &ops {
+            match op {
+                Op::Insert(text) => {
+                    let r = Rule::parse(text).unwrap();
+                    prop_assert_eq!(fast.insert(r), slow.insert(r));
+                }
+                Op::Delete(text) => {
+                    let r = Rule::parse(text).unwrap();
+                    prop_assert_eq!(fast.delete(&r), slow.delete(&r));
+                }
+                Op::Lookup(keys) => {
+                    let twice: Vec<FlowKey> = keys.iter().chain(keys).copied().collect();
+                    prop_assert_eq!(fast.lookup_many(&twice), slow.lookup_many(&twice));
+                    for k in keys {
+                        prop_assert_eq!(fast.lookup(k), slow.lookup(k), "{:?}", k);
+                    }
+                    hits = fast.cache_stats().0;
+                }
+            }
+        }
+        prop_assert_eq!(fast.rules().collect::<Vec<_>>(), slow.rules().collect::<Vec<_>>());
+        if lines == 0 {
+            prop_assert_eq!(hits, 0);
+        }
+    }
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 10, ..ProptestConfig::default() })]
 
@@ -339,6 +460,7 @@ proptest! {
         rules in prop::collection::vec(rule_strategy(), 1..20),
         keys in prop::collection::vec(key_strategy(), 1..40),
         junk in prop::collection::vec(prop::collection::vec(any::<u8>(), 0..40), 0..4),
+        cache in prop_oneof![Just(""), Just(", CACHE 0"), Just(", CACHE 8")],
     ) {
         let mut cfg: Vec<String> = Vec::new();
         for r in rules {
@@ -347,8 +469,9 @@ proptest! {
             }
         }
         let cfg = cfg.join(", ");
-        let pkts: Vec<Vec<u8>> = keys.iter().map(frame).chain(junk).collect();
-        let (rf, cf) = run_tcam(&format!("{cfg}, OFFSET 14"), 3, &pkts, "pf");
+        // Every key twice, so that the cache answers the second time.
+        let pkts: Vec<Vec<u8>> = keys.iter().chain(&keys).map(frame).chain(junk).collect();
+        let (rf, cf) = run_tcam_burst(&format!("{cfg}, OFFSET 14{cache}"), 3, &pkts, "pf", 5);
         let (rr, cr) = run_tcam(&format!("{cfg}, OFFSET 14, IMPL reference"), 3, &pkts, "pr");
         prop_assert_eq!(cf, cr);
         for h in ["rules", "count", "lookups", "misses", "bad"] {

@@ -192,15 +192,18 @@ fn fast_key(p: &Packet) -> Option<(u64, u64, u32)> {
     let le = |i: usize| u64::from(u32::from_le_bytes([h[i], h[i + 1], h[i + 2], h[i + 3]]));
     // Bytes 0-7: version and header length 0x45; fragment offset (bytes
     // 6-7, the low 13 bits in network order) zero.
-    let w0 = le(0) | le(4) << 32;
-    let pair = le(12) | le(16) << 32;
+    let le64 = |i: usize| u64::from_le_bytes(h[i..i + 8].try_into().unwrap_or_default());
+    let w0 = le64(0);
+    let pair = le64(12);
     let proto = h[9];
     let tcp = proto == 6;
-    if (nh == NO_HEADER)
-        | (w0 & 0xff1f_0000_0000_00ff != 0x45)
-        | (!tcp & (proto != 17))
-        | (pair == 0)
-    {
+    // TCP (6) or UDP (17): one bit test.
+    let tcp_udp = (1u32 << 6 | 1 << 17)
+        .checked_shr(u32::from(proto))
+        .unwrap_or(0)
+        & 1
+        != 0;
+    if (nh == NO_HEADER) | (w0 & 0xff1f_0000_0000_00ff != 0x45) | !tcp_udp | (pair == 0) {
         return None;
     }
     let (hosts, ports, paint) = canonical(pair, le(20) as u32);

@@ -47,10 +47,17 @@
 //! ```
 //!
 //! # Implementation
-//! One pass over the batch: each packet is checked in place, bad packets
-//! are marked in a bitmap on the stack, and only when some are bad is the
-//! batch split (order kept). The header checksum uses `linerate_wire`'s
-//! 8-bytes-at-a-time sum. Nothing is allocated.
+//! One pass over the batch: each packet is checked in place and nothing is
+//! allocated. Until the first bad packet (usually the whole batch) the loop
+//! does nothing else; from there, bad packets are marked and split off
+//! (order kept). The header checksum is summed as two 64-bit and one
+//! 32-bit little-endian word with end-around carry and tested with one
+//! multiply (a nonzero multiple of 0xffff; options are added out of line),
+//! the source-address test runs out of line and only with `BADSRC`, and
+//! `DST_IP` is written with one store. Measured (session 7) on the
+//! 20M-frame trace, `FromDump -> Strip(14) -> CheckIPHeader -> Discard`:
+//! 221 to 195 instructions per packet (CheckIPHeader alone about 108 to
+//! 82), about 55 to 51 user cycles.
 
 use super::util::set_ip_header;
 use linerate_runtime::anno::offsets;

@@ -359,6 +359,115 @@ fn aggregateipflows_timeouts_and_closed_flows() {
     );
 }
 
+/// A pseudo-random stream that exercises every path of AggregateIPFlows:
+/// TCP with SYN/FIN/RST, UDP, ICMP errors quoting flows (and cut short),
+/// fragments, IP options, truncated packets, equal addresses, time jumps
+/// past every timeout and over many REAP intervals. Its output is pinned
+/// to what the straightforward implementation before session 7 wrote for
+/// the same stream (checked against that binary when recorded).
+fn random_flow_stream() -> Vec<(u64, Vec<u8>)> {
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut rnd = |n: u64| {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x % n
+    };
+    let hosts = [A, B, C, [10, 0, 0, 4]];
+    let ports = [80u16, 53, 1234, 40000];
+    let mut flows = Vec::new();
+    for _ in 0..24 {
+        let proto = [6u8, 6, 17, 17, 1][rnd(5) as usize];
+        flows.push((
+            hosts[rnd(4) as usize],
+            hosts[rnd(4) as usize],
+            ports[rnd(4) as usize],
+            ports[rnd(4) as usize],
+            proto,
+        ));
+    }
+    let mut ts = T0;
+    let mut out = Vec::new();
+    for id in 0..4000u16 {
+        ts += match rnd(100) {
+            0 => rnd(200) * 1_000_000_000,
+            1..=4 => rnd(5) * 1_000_000_000,
+            _ => rnd(3) * 100_000_000,
+        };
+        let (mut s, mut d, mut sp, mut dp, proto) = flows[rnd(24) as usize];
+        if rnd(2) == 0 {
+            (s, d, sp, dp) = (d, s, dp, sp);
+        }
+        let flags = [0x10u8, 0x10, 0x10, 0x02, 0x12, 0x11, 0x04, 0x14, 0x01][rnd(9) as usize];
+        let l4 = match proto {
+            6 => tcp(sp, dp, 0, 0, flags, 0, b""),
+            17 => udp(sp, dp, b"ab"),
+            _ => {
+                let (fs, fd, fsp, fdp, fp) = flows[rnd(24) as usize];
+                let mut q = ip(
+                    fs,
+                    fd,
+                    if fp == 17 { 17 } else { 6 },
+                    0,
+                    64,
+                    0,
+                    &tcp(fsp, fdp, 0, 0, flags, 0, b""),
+                );
+                q.truncate([48, 28, 24, 20, 12][rnd(5) as usize]);
+                let mut m = vec![[3u8, 11, 8, 5, 0][rnd(5) as usize], 0, 0, 0, 0, 0, 0, 0];
+                m.extend_from_slice(&q);
+                m
+            }
+        };
+        let off = [0u16, 0, 0, 0, 0, 0, 0x2000, 0x0003][rnd(8) as usize];
+        let mut p = ip(s, d, proto, id, 64, off, &l4);
+        if rnd(20) == 0 {
+            // Options: header length 6 words, the transport header moved.
+            p[0] = 0x46;
+            p.splice(20..20, [1u8, 1, 1, 0]);
+        }
+        if rnd(30) == 0 {
+            p.truncate(rnd(p.len() as u64) as usize);
+        }
+        out.push((ts, p));
+    }
+    out
+}
+
+#[test]
+fn aggregateipflows_output_is_pinned_on_a_random_stream() {
+    let pcap = write_pcap("aggrandom.pcap", &random_flow_stream());
+    let (out, other) = (tmp("aggrandom.txt"), tmp("aggrandom1.txt"));
+    let r = run(&format!(
+        "FromDump({}, STOP true) -> af :: AggregateIPFlows(ICMP true, TCP_TIMEOUT 40, \
+         TCP_DONE_TIMEOUT 3, UDP_TIMEOUT 5, REAP 7) \
+         -> ToIPSummaryDump({}, FIELDS timestamp aggregate paint ip_src sport ip_dst dport ip_proto); \
+         af[1] -> ToIPSummaryDump({}, FIELDS timestamp ip_src ip_proto)",
+        pcap.display(),
+        out.display(),
+        other.display()
+    ));
+    let text = std::fs::read_to_string(&out).unwrap();
+    let rejected = std::fs::read_to_string(&other).unwrap();
+    let fnv = |t: &str| {
+        t.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+            (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)
+        })
+    };
+    assert_eq!(
+        (
+            text.lines().count(),
+            rejected.lines().count(),
+            read(&r, "af.nflows")
+        ),
+        (2953, 1051, "4".to_string())
+    );
+    assert_eq!(
+        (fnv(&text), fnv(&rejected)),
+        (0xe1ba_7a08_e332_0063, 0x7880_5ea5_d2d2_1eec)
+    );
+}
+
 /// Click's flow semantics, written independently with a std HashMap keyed
 /// by the ordered pair of endpoints.
 fn model_flow_count(path: &std::path::Path) -> (u64, u64) {

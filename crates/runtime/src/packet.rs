@@ -984,8 +984,18 @@ pub unsafe fn alloc_views(template: &[u8], n: usize, ts_ns: u64, out: &mut Vec<P
 mod tests {
     use super::*;
 
+    /// Held by every test that allocates heap packets or reads the global
+    /// heap count: tests run on parallel threads, and one test's jumbo
+    /// packet moved another's count (seen in CI: `heap_live` 2, expected 0).
+    static HEAP: Mutex<()> = Mutex::new(());
+
+    fn heap_lock() -> std::sync::MutexGuard<'static, ()> {
+        HEAP.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
     #[test]
     fn pool_copy_owns_its_data() {
+        let _heap = heap_lock();
         let small = [7u8; 60];
         let big = vec![9u8; DATA_ROOM + 100];
         // SAFETY: only the pool's own allocations inside the closure.
@@ -1142,6 +1152,7 @@ mod tests {
 
     #[test]
     fn batch_release_with_clones_across_chunks_returns_every_block() {
+        let _heap = heap_lock();
         // 130 handles: originals, clones whose sources are released in an
         // earlier or a later chunk of 64, and a heap packet.
         drop((0..200).map(|_| Packet::new(8)).collect::<Vec<_>>());
@@ -1167,6 +1178,7 @@ mod tests {
 
     #[test]
     fn copy_on_write_keeps_the_headroom_a_later_unstrip_restores() {
+        let _heap = heap_lock();
         static FRAME: [u8; 20] = [
             1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 0x08, 0x00, 0x45, 0, 0, 20, 0xaa, 0xbb,
         ];
@@ -1199,6 +1211,7 @@ mod tests {
 
     #[test]
     fn large_packets_use_the_heap() {
+        let _heap = heap_lock();
         let before = pool_stats().heap_live;
         let mut p = Packet::new(9000);
         assert_eq!(pool_stats().heap_live, before + 1);

@@ -9,21 +9,7 @@
 //! flows of `gentrace small`, regenerated here with the same seed), half are
 //! random; a final `deny all`.
 
-/// splitmix64, as in gentrace.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
+use crate::rng::Rng;
 
 /// One flow of the trace.
 pub struct Flow {
@@ -46,8 +32,8 @@ pub fn trace(n: usize) -> (Vec<Flow>, Vec<usize>) {
     let mut rng = Rng(0x6c69_6e65_7261_7465);
     let flows: Vec<Flow> = (0..FLOWS)
         .map(|_| {
-            let s = rng.next();
-            let d = rng.next();
+            let s = rng.next_u64();
+            let d = rng.next_u64();
             Flow {
                 src: [10, (s >> 8) as u8, (s >> 16) as u8, (s >> 24) as u8 | 1],
                 dst: [192, 168, (d >> 8) as u8, (d >> 16) as u8 | 1],
@@ -79,8 +65,8 @@ pub fn rules(n: usize, flows: &[Flow]) -> Vec<String> {
             (f.src, f.dst, f.dport)
         } else {
             (
-                (rng.next() as u32).to_be_bytes(),
-                (rng.next() as u32).to_be_bytes(),
+                (rng.next_u64() as u32).to_be_bytes(),
+                (rng.next_u64() as u32).to_be_bytes(),
                 rng.below(65536) as u16,
             )
         };

@@ -6,3 +6,4 @@
 
 pub mod classrules;
 pub mod elements;
+pub mod rng;

@@ -16,30 +16,13 @@
 
 use std::process::ExitCode;
 
+use linerate_bench::rng::Rng;
 use linerate_io::pcap::{LinkType, PcapWriter};
 
 const BASE_NS: u64 = 1_700_000_000 * 1_000_000_000;
 const SRC_MAC: [u8; 6] = [0x02, 0, 0, 0, 0, 0x01];
 const DST_MAC: [u8; 6] = [0x02, 0, 0, 0, 0, 0x02];
 const BENCH_FLOWS: usize = 10_000;
-
-/// splitmix64: small, fast and fully determined by its seed.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    /// Uniform in `0..n` (n small, so the modulo bias is negligible).
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
 
 /// Internet checksum (RFC 1071) of `data`, starting from the partial sum `sum`.
 fn checksum(data: &[u8], mut sum: u32) -> u16 {
@@ -195,8 +178,8 @@ struct Flow {
 fn bench_flows(rng: &mut Rng) -> Vec<Flow> {
     (0..BENCH_FLOWS)
         .map(|_| {
-            let s = rng.next();
-            let d = rng.next();
+            let s = rng.next_u64();
+            let d = rng.next_u64();
             Flow {
                 src: [10, (s >> 8) as u8, (s >> 16) as u8, (s >> 24) as u8 | 1],
                 dst: [192, 168, (d >> 8) as u8, (d >> 16) as u8 | 1],
@@ -280,7 +263,7 @@ fn write_example(w: &mut PcapWriter) -> std::io::Result<()> {
                 kind,
                 sport: 32768 + rng.below(28_000) as u16,
                 dport,
-                seq: rng.next() as u32,
+                seq: rng.next_u64() as u32,
                 sent: 0,
             }
         })
@@ -297,7 +280,7 @@ fn write_example(w: &mut PcapWriter) -> std::io::Result<()> {
             _ => 56,
         };
         payload.clear();
-        payload.extend((0..len).map(|_| rng.next() as u8));
+        payload.extend((0..len).map(|_| rng.next_u64() as u8));
         let l4 = match f.kind {
             0 => L4::Tcp {
                 sport: f.sport,

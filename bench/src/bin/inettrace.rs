@@ -15,30 +15,12 @@
 //! data packets are full 1,500-byte segments), 17 % UDP (both directions,
 //! 60-1,300 bytes), 3 % ICMP echo; 15 % of connections over IPv6.
 
+use linerate_bench::rng::Rng;
 use linerate_io::pcap::{LinkType, PcapWriter};
 use std::process::ExitCode;
 
 const BASE_NS: u64 = 1_700_000_000 * 1_000_000_000;
 const CONCURRENT: usize = 8_000;
-
-/// splitmix64.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-    fn unit(&mut self) -> f64 {
-        (self.next() >> 11) as f64 / (1u64 << 53) as f64
-    }
-}
 
 #[derive(Clone, Copy)]
 enum Kind {
@@ -69,7 +51,7 @@ fn new_conn(rng: &mut Rng) -> Conn {
     let v6 = rng.below(100) < 15;
     let mut client = [0u8; 16];
     let mut server = [0u8; 16];
-    let (c, s) = (rng.next().to_be_bytes(), rng.next().to_be_bytes());
+    let (c, s) = (rng.next_u64().to_be_bytes(), rng.next_u64().to_be_bytes());
     if v6 {
         client[0] = 0x20;
         client[1] = 0x01;

@@ -1,6 +1,7 @@
-//! The IPFilter rule sets of issue 3's classifier benchmarks, shared by
-//! `classbench` (in-process lookups) and `linerate-bench ip` (the pipeline
-//! on the core trace).
+//! The core traces' flows (written by `gentrace`) and the IPFilter rule
+//! sets of issue 3's classifier benchmarks, shared by `classbench`
+//! (in-process lookups) and `linerate-bench ip` (the pipeline on the core
+//! trace).
 //!
 //! Rules: random `allow`/`deny`, mixing protocol (tcp, udp or any), source
 //! and destination prefixes of lengths 0-32, exact destination ports and
@@ -26,11 +27,13 @@ pub struct Flow {
 /// Flows in the trace.
 pub const FLOWS: usize = 10_000;
 
-/// The flows of gentrace's benchmark traces, and the flow index of each of
-/// the first `n` packets.
-pub fn trace(n: usize) -> (Vec<Flow>, Vec<usize>) {
-    let mut rng = Rng(0x6c69_6e65_7261_7465);
-    let flows: Vec<Flow> = (0..FLOWS)
+/// Seed of the core traces' generator ("linerate").
+pub const SEED: u64 = 0x6c69_6e65_7261_7465;
+
+/// The core traces' 10,000 flows, drawn from `rng` (`gentrace` writes its
+/// traces from these).
+pub fn flows(rng: &mut Rng) -> Vec<Flow> {
+    (0..FLOWS)
         .map(|_| {
             let s = rng.next_u64();
             let d = rng.next_u64();
@@ -41,7 +44,14 @@ pub fn trace(n: usize) -> (Vec<Flow>, Vec<usize>) {
                 dport: 1024 + rng.below(64_000) as u16,
             }
         })
-        .collect();
+        .collect()
+}
+
+/// The flows of gentrace's benchmark traces, and the flow index of each of
+/// the first `n` packets.
+pub fn trace(n: usize) -> (Vec<Flow>, Vec<usize>) {
+    let mut rng = Rng(SEED);
+    let flows = flows(&mut rng);
     let pk = (0..n).map(|_| rng.below(FLOWS as u64) as usize).collect();
     (flows, pk)
 }

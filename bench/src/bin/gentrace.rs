@@ -16,13 +16,13 @@
 
 use std::process::ExitCode;
 
+use linerate_bench::classrules::{flows, FLOWS, SEED};
 use linerate_bench::rng::Rng;
 use linerate_io::pcap::{LinkType, PcapWriter};
 
 const BASE_NS: u64 = 1_700_000_000 * 1_000_000_000;
 const SRC_MAC: [u8; 6] = [0x02, 0, 0, 0, 0, 0x01];
 const DST_MAC: [u8; 6] = [0x02, 0, 0, 0, 0, 0x02];
-const BENCH_FLOWS: usize = 10_000;
 
 /// Internet checksum (RFC 1071) of `data`, starting from the partial sum `sum`.
 fn checksum(data: &[u8], mut sum: u32) -> u16 {
@@ -168,28 +168,6 @@ fn build_frame(out: &mut Vec<u8>, addr: Addr, l4: L4, ip_id: u16, payload: &[u8]
     out[l4_start + csum_at..l4_start + csum_at + 2].copy_from_slice(&c.to_be_bytes());
 }
 
-struct Flow {
-    src: [u8; 4],
-    dst: [u8; 4],
-    sport: u16,
-    dport: u16,
-}
-
-fn bench_flows(rng: &mut Rng) -> Vec<Flow> {
-    (0..BENCH_FLOWS)
-        .map(|_| {
-            let s = rng.next_u64();
-            let d = rng.next_u64();
-            Flow {
-                src: [10, (s >> 8) as u8, (s >> 16) as u8, (s >> 24) as u8 | 1],
-                dst: [192, 168, (d >> 8) as u8, (d >> 16) as u8 | 1],
-                sport: 1024 + rng.below(64_000) as u16,
-                dport: 1024 + rng.below(64_000) as u16,
-            }
-        })
-        .collect()
-}
-
 /// Writes `packets` UDP frames of `frame_len` bytes over the 10,000 flows, `repeat` times
 /// (identical frames each time, timestamps going on).
 fn write_bench(
@@ -206,10 +184,10 @@ fn write_bench(
     let mut frame = Vec::with_capacity(frame_len);
     let mut ts = BASE_NS;
     for _ in 0..repeat {
-        let mut rng = Rng(0x6c69_6e65_7261_7465); // "linerate"
-        let flows = bench_flows(&mut rng);
+        let mut rng = Rng(SEED);
+        let flows = flows(&mut rng);
         for i in 0..packets {
-            let f = &flows[rng.below(BENCH_FLOWS as u64) as usize];
+            let f = &flows[rng.below(FLOWS as u64) as usize];
             payload[..8].copy_from_slice(&i.to_be_bytes());
             let l4 = L4::Udp {
                 sport: f.sport,

@@ -208,14 +208,6 @@ const HANDLERS_DETAILS: &[HandlerSpec] = &[
     HandlerSpec::read("drop_details"),
 ];
 
-/// Whether an IPv4 header's checksum is right: its ones'-complement sum
-/// of 16-bit words folds to 0xffff. `h` is its first 20 bytes, `options`
-/// the rest. Summed instead as little-endian words with end-around carry
-/// (a ones'-complement sum modulo 2^64 - 1, which 0xffff divides; byte
-/// order only multiplies the sum by 256, a unit modulo 0xffff): the header
-/// is right exactly when that sum is a nonzero multiple of 0xffff
-/// (nonzero: version 4 makes the first byte nonzero, and such a sum is
-/// never 0).
 /// The sum of little-endian 32-bit words of IP options (at most 40
 /// bytes, a multiple of 4: no overflow); out of line, as options are rare.
 #[cold]
@@ -227,6 +219,14 @@ fn options_sum(options: &[u8]) -> u64 {
         .sum()
 }
 
+/// Whether an IPv4 header's checksum is right: its ones'-complement sum
+/// of 16-bit words folds to 0xffff. `h` is its first 20 bytes, `options`
+/// the rest. Summed instead as little-endian words with end-around carry
+/// (a ones'-complement sum modulo 2^64 - 1, which 0xffff divides; byte
+/// order only multiplies the sum by 256, a unit modulo 0xffff): the header
+/// is right exactly when that sum is a nonzero multiple of 0xffff
+/// (nonzero: version 4 makes the first byte nonzero, and such a sum is
+/// never 0).
 #[inline(always)]
 fn header_sum_ok(h: &[u8; 20], options: &[u8]) -> bool {
     let a = u64::from_le_bytes([h[0], h[1], h[2], h[3], h[4], h[5], h[6], h[7]]);

@@ -54,6 +54,19 @@ impl Probe {
         let hash = (w0 ^ w1.rotate_left(29)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
         Probe { w0, w1, hash }
     }
+
+    /// The tree key packed in this probe (the inverse of [`new`](Self::new)).
+    #[inline(always)]
+    pub fn key(&self) -> [u32; NDIMS] {
+        const PORT: u64 = (1 << 17) - 1;
+        [
+            (self.w0 >> 32) as u32,
+            self.w0 as u32,
+            (self.w1 >> 34 & 0xFF) as u32,
+            (self.w1 >> 17 & PORT) as u32,
+            (self.w1 & PORT) as u32,
+        ]
+    }
 }
 
 /// The cache. `sets == 0` disables it.
@@ -192,11 +205,14 @@ impl DecisionCache {
         let s = &mut self.sets[i];
         // The key's own way if present (two misses on one key in a batch),
         // else an empty way, else one picked by the hash.
-        let way =
+        let own = Self::ways_matching(s, p);
+        let way = if own != 0 {
+            own.trailing_zeros() as usize
+        } else {
             s.e.iter()
-                .position(|e| e[0] == p.w0 && e[1] & KEY_BITS == p.w1)
-                .or_else(|| s.e.iter().position(|e| e[1] & VALID == 0))
-                .unwrap_or((p.hash & (WAYS as u64 - 1)) as usize);
+                .position(|e| e[1] & VALID == 0)
+                .unwrap_or((p.hash & (WAYS as u64 - 1)) as usize)
+        };
         s.e[way] = [p.w0, p.w1 | code << CODE_SHIFT];
     }
 }
@@ -231,6 +247,17 @@ mod tests {
         assert_eq!(c.get(&p), Some(Some(CODE_MAX as usize - 1)));
         assert!(c.usable(1000) && !c.usable(CODE_MAX as usize));
         assert!(!DecisionCache::new(0).usable(1));
+    }
+
+    #[test]
+    fn a_probe_gives_back_its_key() {
+        for k in [
+            [0x0A00_0001, 0xC0A8_0001, 6, 1234, 80],
+            [u32::MAX, u32::MAX, 255, 65536, 65536],
+            [0, 0, 0, 0, 0],
+        ] {
+            assert_eq!(Probe::new(&k).key(), k);
+        }
     }
 
     #[test]

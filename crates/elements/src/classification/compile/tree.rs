@@ -35,6 +35,9 @@ const SIDE_WEIGHT: usize = 4;
 const MAX_DEPTH: usize = 40;
 /// No residual.
 const NONE: u32 = u32::MAX;
+/// Packets whose tree walks `lookup_batch` and `lookup_cached` run in
+/// lock step.
+const GROUP: usize = 16;
 
 type Ranges = Vec<(u32, u32)>;
 
@@ -595,12 +598,11 @@ impl Classifier {
         views: impl IntoIterator<Item = PacketView<'a>>,
         out: &mut Vec<Option<usize>>,
     ) {
-        const G: usize = 16;
         let mut it = views.into_iter();
-        let mut group = [PacketView::ip(&[]); G];
+        let mut group = [PacketView::ip(&[]); GROUP];
         loop {
             let mut n = 0;
-            while n < G {
+            while n < GROUP {
                 match it.next() {
                     Some(v) => {
                         group[n] = v;
@@ -613,26 +615,16 @@ impl Classifier {
                 return;
             }
             let chunk = &group[..n];
-            let mut keys = [[0u32; NDIMS]; G];
-            let mut node = [0u32; G];
-            let mut ok = [false; G];
+            let mut keys = [[0u32; NDIMS]; GROUP];
+            let mut node = [0u32; GROUP];
+            let mut ok = [false; GROUP];
             for (i, v) in chunk.iter().enumerate() {
                 if let Some(k) = v.key() {
                     keys[i] = k;
                     ok[i] = true;
                 }
             }
-            loop {
-                let mut all_leaves = 1u8;
-                for i in 0..n {
-                    let q = &self.quads[node[i] as usize];
-                    all_leaves &= q.leaf;
-                    node[i] = q.step(&keys[i]);
-                }
-                if all_leaves == 1 {
-                    break;
-                }
-            }
+            self.walk(&keys[..n], &mut node[..n]);
             for i in 0..n {
                 let p = &chunk[i];
                 out.push(if ok[i] {
@@ -669,10 +661,9 @@ impl Classifier {
             cache.scratch = tmp;
             return;
         }
-        const G: usize = 16;
-        for chunk in items.chunks(G) {
+        for chunk in items.chunks(GROUP) {
             let n = chunk.len();
-            let mut probes = [Probe::default(); G];
+            let mut probes = [Probe::default(); GROUP];
             let mut keyed = 0u32;
             for (i, t) in chunk.iter().enumerate() {
                 if let Some(k) = view(t).key() {
@@ -681,8 +672,8 @@ impl Classifier {
                     keyed |= 1 << i;
                 }
             }
-            let mut res = [D::default(); G];
-            let mut miss = [0u8; G];
+            let mut res = [D::default(); GROUP];
+            let mut miss = [0u8; GROUP];
             let mut m = 0;
             for i in 0..n {
                 if keyed >> i & 1 == 0 {
@@ -700,25 +691,12 @@ impl Classifier {
             cache.hits += u64::from(keyed.count_ones()) - m as u64;
             cache.misses += m as u64;
             if m > 0 {
-                let mut keys = [[0u32; NDIMS]; G];
+                let mut keys = [[0u32; NDIMS]; GROUP];
                 for j in 0..m {
-                    // Keyed above, so the key is there.
-                    keys[j] = view(&chunk[usize::from(miss[j])])
-                        .key()
-                        .unwrap_or([0; NDIMS]);
+                    keys[j] = probes[usize::from(miss[j])].key();
                 }
-                let mut node = [0u32; G];
-                loop {
-                    let mut all_leaves = 1u8;
-                    for j in 0..m {
-                        let q = &self.quads[node[j] as usize];
-                        all_leaves &= q.leaf;
-                        node[j] = q.step(&keys[j]);
-                    }
-                    if all_leaves == 1 {
-                        break;
-                    }
-                }
+                let mut node = [0u32; GROUP];
+                self.walk(&keys[..m], &mut node[..m]);
                 for j in 0..m {
                     let i = usize::from(miss[j]);
                     let [a, b] = self.ranges[node[j] as usize];
@@ -730,6 +708,24 @@ impl Classifier {
                 }
             }
             out.extend_from_slice(&res[..n]);
+        }
+    }
+
+    /// Walk `keys` down the tree in lock step, from the nodes in `node`
+    /// (the root: 0) to their leaves, without a branch per packet and
+    /// level, so that the node loads of different packets overlap.
+    #[inline(always)]
+    fn walk(&self, keys: &[[u32; NDIMS]], node: &mut [u32]) {
+        loop {
+            let mut all_leaves = 1u8;
+            for (n, k) in node.iter_mut().zip(keys) {
+                let q = &self.quads[*n as usize];
+                all_leaves &= q.leaf;
+                *n = q.step(k);
+            }
+            if all_leaves == 1 {
+                break;
+            }
         }
     }
 

@@ -404,8 +404,7 @@ fn eq(a: &Words, b: &Words) -> bool {
 
 /// The hash of a key: the low bits index a table, the high 32 bits are
 /// the tag. With SSE4.2, the CRC-32C of the words in both halves (five
-/// instructions); otherwise a multilinear sum over the words with its high
-/// half folded into the low half.
+/// instructions); otherwise CuckooHash's multilinear hash.
 #[cfg(all(target_arch = "x86_64", target_feature = "sse4.2"))]
 #[inline(always)]
 fn hash(k: &Words) -> u64 {
@@ -419,24 +418,12 @@ fn hash(k: &Words) -> u64 {
     c | c << 32
 }
 
-/// See above (without SSE4.2).
+/// See above (without SSE4.2): CuckooHash's multilinear hash of the same
+/// five words.
 #[cfg(not(all(target_arch = "x86_64", target_feature = "sse4.2")))]
 #[inline(always)]
 fn hash(k: &Words) -> u64 {
-    const M: [u64; 6] = [
-        0x9e37_79b9_7f4a_7c15,
-        0xc2b2_ae3d_27d4_eb4f,
-        0x1656_67b1_9e37_79f9,
-        0x27d4_eb2f_1656_67c5,
-        0xff51_afd7_ed55_8ccd,
-        0xc4ce_b9fe_1a85_ec53,
-    ];
-    let mut h = 0x5851_f42d_4c95_7f2d_u64;
-    for i in 0..5 {
-        h = h.wrapping_add(k[i].wrapping_mul(M[i]));
-    }
-    h = (h ^ h >> 32).wrapping_mul(M[5]);
-    h ^ h >> 29
+    super::cuckoocore::hash(k)
 }
 
 /// A hash-table slot: one cache line. `rank` 0 means empty.

@@ -138,9 +138,9 @@ const HANDLERS: &[HandlerSpec] = &[
 /// Ethernet addresses of `p` (which holds at least 12 bytes).
 #[inline]
 pub(crate) fn insert_tag(p: &mut linerate_runtime::Packet, tpid: u16, tci: u16) {
-    p.push(4);
-    let d = p.data_mut();
-    d.copy_within(4..16, 0);
+    let d = &mut p.push_mut(4)[..16];
+    let macs: [u8; 12] = d[4..16].try_into().expect("12 bytes");
+    d[..12].copy_from_slice(&macs);
     d[12..14].copy_from_slice(&tpid.to_be_bytes());
     d[14..16].copy_from_slice(&tci.to_be_bytes());
 }

@@ -260,32 +260,52 @@ impl MemoryReplay {
         }
         let ts = if self.timestamp { ctx.recent_ns() } else { 0 };
         let base = self.buf.as_ptr() as *const u8;
-        let (lens, stride, nframes) = (&self.lens, self.stride, self.nframes);
+        let (lens, stride, nframes) = (&self.lens[..], self.stride, self.nframes);
         let mut next = self.next;
         let mut bytes = 0u64;
         let mut b = Batch::new();
         let out = b.vec_mut();
-        let copy = self.copy;
         // SAFETY: the frames are owned by this element, which lives as long
         // as the router and so longer than any packet that may be read; the
-        // closure allocates packets only through the pool it is given.
+        // closures allocate packets only through the pool they are given;
+        // `next < nframes == lens.len()` and frame `next` lies at
+        // `next * stride` in `buf`.
         unsafe {
-            with_pool(|pool| {
-                for _ in 0..n {
-                    let len = lens[next] as usize;
-                    bytes += len as u64;
-                    let f = std::slice::from_raw_parts(base.add(next * stride), len);
-                    out.push(if copy {
-                        pool.copy(f, ts)
-                    } else {
-                        pool.view(f, ts)
-                    });
-                    next += 1;
-                    if next == nframes {
-                        next = 0;
+            if self.copy {
+                with_pool(|pool| {
+                    for _ in 0..n {
+                        let len = *lens.get_unchecked(next) as usize;
+                        bytes += len as u64;
+                        let f = std::slice::from_raw_parts(base.add(next * stride), len);
+                        out.push(pool.copy(f, ts));
+                        next += 1;
+                        if next == nframes {
+                            next = 0;
+                        }
                     }
-                }
-            });
+                });
+            } else {
+                // The views' blocks are reserved as one slice of the free
+                // list: each packet costs its metadata stores only.
+                (next, bytes) = with_pool(|pool| {
+                    let (mut next, mut bytes) = (next, 0u64);
+                    pool.views_with(n, out, |w| {
+                        let mut frame = base.add(next * stride);
+                        for _ in 0..n {
+                            let len = *lens.get_unchecked(next) as usize;
+                            bytes += len as u64;
+                            w.push(frame, len, ts, 0);
+                            next += 1;
+                            frame = frame.add(stride);
+                            if next == nframes {
+                                next = 0;
+                                frame = base;
+                            }
+                        }
+                    });
+                    (next, bytes)
+                });
+            }
         }
         self.next = next;
         self.count += n as u64;

@@ -1,9 +1,15 @@
 //! `linerate-bench`: the benchmarks behind docs/performance.md.
 //!
-//! `linerate-bench ip [...]` runs issue 3's pipelines of Click's IP elements
-//! (AggregateIPFlows; IPFilter with 1,000 and 8,000 generated rules, with
-//! and without its decision cache; DecIPTTL, SetIPChecksum and ToDump to a
-//! memory-backed file system).
+//! `linerate-bench ip [--runs N] [--traces DIR] [--quick] [--keep-cache]`
+//! runs issue 3's pipelines of Click's IP elements (AggregateIPFlows;
+//! IPFilter with 1,000 and 8,000 generated rules, with and without its
+//! decision cache; DecIPTTL, SetIPChecksum and ToDump to a memory-backed
+//! file system). It always drops the traces from the page cache first (see
+//! `--evict` below), so that its figures do not depend on whether
+//! `gentrace` has just written the trace; `--keep-cache` measures the page
+//! cache as it is instead. In that state `pcap_floor` (the issue's "merely
+//! streaming the trace", 0.31-0.37 s there) measured 0.29-0.37 s on this
+//! machine (2026-11-22), the figure the issue's goals were set against.
 //!
 //! `linerate-bench core [--runs N] [--traces DIR] [--quick] [--evict]` runs
 //! the core framework benchmark of issue 2: each case is a separate
@@ -102,13 +108,14 @@ fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let suite = args.first().cloned().unwrap_or_default();
     if suite != "core" && suite != "ip" {
-        eprintln!("usage: linerate-bench core|ip [--runs N] [--traces DIR] [--quick] [--evict]");
+        eprintln!("usage: linerate-bench core|ip [--runs N] [--traces DIR] [--quick] [--evict] [--keep-cache]");
         std::process::exit(2);
     }
     let mut runs = 5;
     let mut traces = PathBuf::from("bench/traces");
     let mut quick = false;
     let mut evict = false;
+    let mut keep_cache = false;
     let mut i = 1;
     while i < args.len() {
         match args[i].as_str() {
@@ -122,6 +129,7 @@ fn main() {
             }
             "--quick" => quick = true,
             "--evict" => evict = true,
+            "--keep-cache" => keep_cache = true,
             o => panic!("unknown option {o}"),
         }
         i += 1;
@@ -132,7 +140,7 @@ fn main() {
         ensure_trace(&traces, "small20m", "small-20m.pcap")
     };
     let big_n: u64 = if quick { 2_000_000 } else { 20_000_000 };
-    if evict {
+    if evict || (suite == "ip" && !keep_cache) {
         for f in std::fs::read_dir(&traces).expect("trace dir").flatten() {
             evict_from_page_cache(&f.path());
         }

@@ -152,14 +152,17 @@ impl Element for VlanEncap {
         if batch.iter().any(|p| p.len() < 12) {
             self.drops += batch.retain(|p| p.len() >= 12) as u64;
         }
-        for p in batch.iter_mut() {
-            let tci = if c.use_anno {
-                p.anno().u16(offsets::VLAN_TCI)
-            } else {
-                c.tci
-            };
-            if i32::from(tci & 0xFFF) != c.native {
-                insert_tag(p, c.ethertype, tci);
+        if c.use_anno {
+            for p in batch.iter_mut() {
+                let tci = p.anno().u16(offsets::VLAN_TCI);
+                if i32::from(tci & 0xFFF) != c.native {
+                    insert_tag(p, c.ethertype, tci);
+                }
+            }
+        } else if i32::from(c.tci & 0xFFF) != c.native {
+            // One tag for every packet: the loop is the tag insertion alone.
+            for p in batch.iter_mut() {
+                insert_tag(p, c.ethertype, c.tci);
             }
         }
         batch

@@ -35,8 +35,15 @@ sink=$!
 trap 'kill $sink 2>/dev/null || true; rm -f "$tmpf"' EXIT
 sleep 0.3
 
-# Warm the page cache.
-cat "${traces[@]}" >/dev/null
+# Drop the traces from the page cache, then read each back through a
+# mapping (the first flowmon run below, not timed): how a trace came into
+# the page cache decides what its page faults cost. Written by `inettrace`
+# (or read by `cat`), the inet trace sits in small folios: 25,000 faults
+# and 0.9-1.5 G kernel cycles a run (faults, and unmapping 0.9 GB of
+# 4 KiB pages at exit, half the kernel's share); read back through the
+# mapping, 11,800 faults and 0.41 G (2026-11-22, session 8). As
+# `linerate-bench ip` does.
+for t in "${traces[@]}"; do dd if="$t" iflag=nocache count=0 status=none; done
 
 median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 # secs CMD...: "wall cpu" seconds of one run (cpu = user + system, all

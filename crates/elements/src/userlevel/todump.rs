@@ -120,23 +120,30 @@ impl ToDump {
         let Some(w) = self.writer.as_mut() else {
             return;
         };
+        let extra_length = self.extra_length;
+        let (mut count, mut bytes) = (0u64, 0u64);
         for p in b.iter() {
-            let extra = if self.extra_length {
+            let extra = if extra_length {
                 p.anno().u32(offsets::EXTRA_LENGTH)
             } else {
                 0
             };
             let orig = (p.len() as u32).saturating_add(extra);
-            if let Err(e) = w.write(p.timestamp_ns(), orig, p.data()) {
-                if self.errors == 0 {
-                    eprintln!("{}: {e}", self.filename);
+            match w.write(p.timestamp_ns(), orig, p.data()) {
+                Ok(()) => {
+                    count += 1;
+                    bytes += p.len() as u64;
                 }
-                self.errors += 1;
-            } else {
-                self.count += 1;
-                self.bytes += p.len() as u64;
+                Err(e) => {
+                    if self.errors == 0 {
+                        eprintln!("{}: {e}", self.filename);
+                    }
+                    self.errors += 1;
+                }
             }
         }
+        self.count += count;
+        self.bytes += bytes;
         if self.unbuffered {
             let _ = w.flush();
         }

@@ -31,10 +31,23 @@
 //! ```
 //!
 //! # Implementation
-//! Records go to a 256 KiB buffered writer; the file header and records are
-//! byte-identical to Click's ToDump (pcap 2.4, thiszone 0, sigfigs 0).
-//! Write errors are reported once and counted; the file is flushed when the
-//! run ends, including after Ctrl-C.
+//! Records go to `linerate_io`'s `PcapWriter`, which assembles them in its
+//! own 256 KiB buffer and writes it with one `write(2)` when full; the file
+//! header and records are byte-identical to Click's ToDump (pcap 2.4,
+//! thiszone 0, sigfigs 0). The record header is built in two 64-bit words
+//! and data of up to 64 bytes is moved in 16-byte pieces (with a
+//! `BufWriter`, the header's four 4-byte stores were reloaded as one
+//! 16-byte word, a store-forwarding stall); the counters are kept in locals
+//! for the batch. On the 2M trace into `/dev/shm` that took the pipeline
+//! `... -> DecIPTTL -> SetIPChecksum -> Unstrip(14) -> ToDump` from 140 to
+//! 125 user cycles a packet. The kernel's side is larger and not ours to
+//! shrink: about 112 cycles a packet to allocate and fill tmpfs pages, plus
+//! about 40 to truncate the previous run's file when it is opened (buffer
+//! sizes of 64 KiB to 4 MiB, `fallocate` ahead and a shared mapping of the
+//! file were measured: none is cheaper, the mapping is twice as costly).
+//! Write errors are reported once and counted; a failed write keeps the
+//! unwritten bytes buffered for the next attempt; the file is flushed when
+//! the run ends, including after Ctrl-C.
 
 use linerate_io::pcap::{LinkType, PcapWriter};
 use linerate_runtime::anno::offsets;

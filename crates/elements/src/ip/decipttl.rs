@@ -31,11 +31,14 @@
 //! into the loop). The checksum is updated incrementally exactly as Click
 //! does (RFC 1624: `~(~sum + 0xfeff)` with one carry fold), without reading
 //! the old TTL/protocol word (172 to 139 instructions per packet on the
-//! core trace, most of the rest being the copy below). A packet that is a
+//! core trace, most of the rest being the copy below), on the field's bytes
+//! in little-endian order so that no byte swaps are needed (the same bytes
+//! result; session 8, with SetIPChecksum's same change: 486.8 to 480.8
+//! instructions a packet for the issue 3 pipeline). A packet that is a
 //! view of a trace file or shared with a clone is copied into its own
 //! buffer first (no heap allocation).
 
-use super::util::{be16, nh_offset};
+use super::util::nh_offset;
 use linerate_runtime::{Batch, ConfigureCtx, Ctx, Element, ElementClass, HandlerSpec};
 use std::any::Any;
 
@@ -75,6 +78,17 @@ const HANDLERS: &[HandlerSpec] = &[
     HandlerSpec::read_write("active"),
 ];
 
+/// The checksum field's bytes after the TTL is decremented: Click's update
+/// (add `~0x0100` to the complemented sum, one carry fold) done on the
+/// bytes in little-endian order, where the constant is `0xfffe`: a ones'
+/// complement sum commutes with swapping the bytes of its words, so the
+/// stored bytes are the same and no byte swaps are needed.
+#[inline(always)]
+fn ttl_decremented_checksum(field: [u8; 2]) -> [u8; 2] {
+    let sum = u32::from(!u16::from_le_bytes(field)) + 0xfffe;
+    (!((sum + (sum >> 16)) as u16)).to_le_bytes()
+}
+
 impl Element for DecIPTTL {
     fn action(&mut self, mut batch: Batch, ctx: &mut Ctx<'_>) -> Batch {
         if !self.active {
@@ -99,10 +113,8 @@ impl Element for DecIPTTL {
             }
             let ip = &mut p.data_mut()[nh..nh + 12];
             ip[8] = ttl - 1;
-            // Click's update: add ~0x0100 to the complemented sum.
-            let sum = u32::from(!be16(ip, 10)) + 0xfeff;
-            let sum = !((sum + (sum >> 16)) as u16);
-            ip[10..12].copy_from_slice(&sum.to_be_bytes());
+            let sum = ttl_decremented_checksum([ip[10], ip[11]]);
+            ip[10..12].copy_from_slice(&sum);
             false
         });
         self.drops += expired;
@@ -148,5 +160,21 @@ impl Element for DecIPTTL {
 
     fn as_any(&self) -> &dyn Any {
         self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_checksum_update_is_clicks_for_every_checksum() {
+        for c in 0..=u16::MAX {
+            let sum = u32::from(!c) + 0xfeff;
+            let click = !((sum + (sum >> 16)) as u16);
+            assert_eq!(
+                super::ttl_decremented_checksum(c.to_be_bytes()),
+                click.to_be_bytes(),
+                "{c:#06x}"
+            );
+        }
     }
 }

@@ -27,7 +27,9 @@
 //! into the loop). A 20-byte header is summed as five 32-bit words with the
 //! checksum field masked out instead of being zeroed first (the zeroing
 //! stores followed by loads of the same word stalled on store forwarding;
-//! 88 to 70 instructions per packet); longer headers use `linerate_wire`'s
+//! 88 to 70 instructions per packet), in little-endian order and stored as
+//! such (a ones' complement sum commutes with byte swaps, so the bytes are
+//! the same without the swaps); longer headers use `linerate_wire`'s
 //! checksum. Shared or view packets
 //! are copied into their own buffer first (no heap allocation).
 
@@ -74,14 +76,14 @@ impl Element for SetIPChecksum {
             Some((nh, hlen)) => {
                 let ip = &mut p.data_mut()[nh..nh + hlen];
                 let c = match <&mut [u8; 20]>::try_from(&mut *ip) {
-                    Ok(h) => !super::util::ip_header_sum_no_cksum(h),
+                    Ok(h) => super::util::ip_header_checksum(h),
                     Err(_) => {
                         ip[10] = 0;
                         ip[11] = 0;
-                        !super::util::ip_header_sum(ip)
+                        (!super::util::ip_header_sum(ip)).to_be_bytes()
                     }
                 };
-                ip[10..12].copy_from_slice(&c.to_be_bytes());
+                ip[10..12].copy_from_slice(&c);
                 false
             }
             None => {

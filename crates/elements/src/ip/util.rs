@@ -257,18 +257,22 @@ pub(crate) fn ip_header_sum(h: &[u8]) -> u16 {
     }
 }
 
-/// [`ip_header_sum`] of a 20-byte header as if its checksum field (bytes
-/// 10-11) were zero, without writing it: SetIPChecksum's zeroing stores
-/// followed by word loads of the same bytes stalled on store forwarding.
+/// The checksum field's two bytes for a 20-byte header, its current
+/// checksum field ignored (summed as if zero, without writing it:
+/// SetIPChecksum's zeroing stores followed by word loads of the same bytes
+/// stalled on store forwarding). The words are summed in the machine's
+/// little-endian order and the result stored the same way: a ones'
+/// complement sum commutes with swapping the bytes of every word (RFC 1071),
+/// so no byte swaps are needed.
 #[inline(always)]
-pub(crate) fn ip_header_sum_no_cksum(h: &[u8; 20]) -> u16 {
-    let w = |i: usize| u64::from(u32::from_be_bytes([h[i], h[i + 1], h[i + 2], h[i + 3]]));
-    let s = w(0) + w(4) + (w(8) & 0xffff_0000) + w(12) + w(16);
+pub(crate) fn ip_header_checksum(h: &[u8; 20]) -> [u8; 2] {
+    let w = |i: usize| u64::from(u32::from_le_bytes([h[i], h[i + 1], h[i + 2], h[i + 3]]));
+    let s = w(0) + w(4) + (w(8) & 0xffff) + w(12) + w(16);
     let s = (s >> 32) + (s & 0xffff_ffff);
     let s = (s >> 16) + (s & 0xffff);
     let s = (s >> 16) + (s & 0xffff);
     let s = (s >> 16) + (s & 0xffff);
-    s as u16
+    (!(s as u16)).to_le_bytes()
 }
 
 #[cfg(test)]
@@ -292,8 +296,8 @@ mod tests {
             z[10] = 0;
             z[11] = 0;
             assert_eq!(
-                super::ip_header_sum_no_cksum(&h),
-                linerate_wire::checksum::sum(&z)
+                super::ip_header_checksum(&h),
+                (!linerate_wire::checksum::sum(&z)).to_be_bytes()
             );
         }
     }

@@ -31,10 +31,23 @@
 //! ```
 //!
 //! # Implementation
-//! Records go to a 256 KiB buffered writer; the file header and records are
-//! byte-identical to Click's ToDump (pcap 2.4, thiszone 0, sigfigs 0).
-//! Write errors are reported once and counted; the file is flushed when the
-//! run ends, including after Ctrl-C.
+//! Records go to `linerate_io`'s `PcapWriter`, which assembles them in its
+//! own 256 KiB buffer and writes it with one `write(2)` when full; the file
+//! header and records are byte-identical to Click's ToDump (pcap 2.4,
+//! thiszone 0, sigfigs 0). The record header is built in two 64-bit words
+//! and data of up to 64 bytes is moved in 16-byte pieces (with a
+//! `BufWriter`, the header's four 4-byte stores were reloaded as one
+//! 16-byte word, a store-forwarding stall); the counters are kept in locals
+//! for the batch. On the 2M trace into `/dev/shm` that took the pipeline
+//! `... -> DecIPTTL -> SetIPChecksum -> Unstrip(14) -> ToDump` from 140 to
+//! 125 user cycles a packet. The kernel's side is larger and not ours to
+//! shrink: about 112 cycles a packet to allocate and fill tmpfs pages, plus
+//! about 40 to truncate the previous run's file when it is opened (buffer
+//! sizes of 64 KiB to 4 MiB, `fallocate` ahead and a shared mapping of the
+//! file were measured: none is cheaper, the mapping is twice as costly).
+//! Write errors are reported once and counted; a failed write keeps the
+//! unwritten bytes buffered for the next attempt; the file is flushed when
+//! the run ends, including after Ctrl-C.
 
 use linerate_io::pcap::{LinkType, PcapWriter};
 use linerate_runtime::anno::offsets;
@@ -120,23 +133,30 @@ impl ToDump {
         let Some(w) = self.writer.as_mut() else {
             return;
         };
+        let extra_length = self.extra_length;
+        let (mut count, mut bytes) = (0u64, 0u64);
         for p in b.iter() {
-            let extra = if self.extra_length {
+            let extra = if extra_length {
                 p.anno().u32(offsets::EXTRA_LENGTH)
             } else {
                 0
             };
             let orig = (p.len() as u32).saturating_add(extra);
-            if let Err(e) = w.write(p.timestamp_ns(), orig, p.data()) {
-                if self.errors == 0 {
-                    eprintln!("{}: {e}", self.filename);
+            match w.write(p.timestamp_ns(), orig, p.data()) {
+                Ok(()) => {
+                    count += 1;
+                    bytes += p.len() as u64;
                 }
-                self.errors += 1;
-            } else {
-                self.count += 1;
-                self.bytes += p.len() as u64;
+                Err(e) => {
+                    if self.errors == 0 {
+                        eprintln!("{}: {e}", self.filename);
+                    }
+                    self.errors += 1;
+                }
             }
         }
+        self.count += count;
+        self.bytes += bytes;
         if self.unbuffered {
             let _ = w.flush();
         }

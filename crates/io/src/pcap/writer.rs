@@ -1,7 +1,7 @@
 //! The trace writer: classic pcap, byte-identical to Click's `ToDump`.
 
 use std::fs::File;
-use std::io::{self, BufWriter, Write};
+use std::io::{self, Write};
 use std::path::Path;
 
 use super::error::PcapError;
@@ -13,8 +13,19 @@ pub const DEFAULT_SNAPLEN: u32 = 2000;
 const BUFFER_SIZE: usize = 256 * 1024;
 
 /// Writes a classic pcap file (version 2.4, host byte order) as Click's `ToDump` does.
+///
+/// Records are assembled in a fixed 256 KiB buffer (its own, not a `BufWriter`):
+/// the 16-byte record header is built in two 64-bit registers and stored once, and packet
+/// data of up to 64 bytes is moved in 16-byte pieces instead of a `memcpy` call. With a
+/// `BufWriter` the header went through a stack array whose four 32-bit stores were
+/// reloaded as one 128-bit word, a store-forwarding stall that was two thirds of the
+/// writer's cycles. Errors behave as `BufWriter`'s: a failed write keeps the unwritten
+/// bytes buffered and fails the record being added; the next record tries again.
 pub struct PcapWriter {
-    out: BufWriter<Box<dyn Write + Send>>,
+    out: Box<dyn Write + Send>,
+    /// The buffer; `buf[..used]` waits to be written.
+    buf: Box<[u8]>,
+    used: usize,
     /// Bytes kept per record; `u32::MAX` for "no limit".
     snaplen: u32,
     nanosecond: bool,
@@ -53,14 +64,7 @@ impl PcapWriter {
                 Err(source) => return Err(PcapError::Io { path: name, source }),
             }
         };
-        let mut w = Self::with_name(name, out, snaplen, nanosecond);
-        match w.write_file_header(link_type) {
-            Ok(()) => Ok(w),
-            Err(source) => Err(PcapError::Io {
-                path: w.name,
-                source,
-            }),
-        }
+        Ok(Self::with_name(name, out, link_type, snaplen, nanosecond))
     }
 
     /// Like [`PcapWriter::create`], writing to any byte sink.
@@ -70,22 +74,38 @@ impl PcapWriter {
         snaplen: u32,
         nanosecond: bool,
     ) -> io::Result<Self> {
-        let mut w = Self::with_name("<writer>".to_string(), Box::new(out), snaplen, nanosecond);
-        w.write_file_header(link_type)?;
-        Ok(w)
+        let out = Box::new(out);
+        Ok(Self::with_name(
+            "<writer>".into(),
+            out,
+            link_type,
+            snaplen,
+            nanosecond,
+        ))
     }
 
-    fn with_name(name: String, out: Box<dyn Write + Send>, snaplen: u32, nanosecond: bool) -> Self {
-        PcapWriter {
-            out: BufWriter::with_capacity(BUFFER_SIZE, out),
+    /// The writer with the file header in its buffer (written out with the first records).
+    fn with_name(
+        name: String,
+        out: Box<dyn Write + Send>,
+        link_type: LinkType,
+        snaplen: u32,
+        nanosecond: bool,
+    ) -> Self {
+        let mut w = PcapWriter {
+            out,
+            buf: vec![0; BUFFER_SIZE].into_boxed_slice(),
+            used: 0,
             snaplen: if snaplen == 0 { u32::MAX } else { snaplen },
             nanosecond,
             count: 0,
             name,
-        }
+        };
+        w.write_file_header(link_type);
+        w
     }
 
-    fn write_file_header(&mut self, link_type: LinkType) -> io::Result<()> {
+    fn write_file_header(&mut self, link_type: LinkType) {
         let magic: u32 = if self.nanosecond {
             0xa1b2_3c4d
         } else {
@@ -98,7 +118,8 @@ impl PcapWriter {
         // thiszone (8..12) and sigfigs (12..16) stay 0.
         h[16..20].copy_from_slice(&self.snaplen.to_ne_bytes());
         h[20..24].copy_from_slice(&link_type.0.to_ne_bytes());
-        self.out.write_all(&h)
+        self.buf[..24].copy_from_slice(&h);
+        self.used = 24;
     }
 
     /// Writes one record: timestamp `ts_ns` (nanoseconds since the epoch; cut to
@@ -116,21 +137,74 @@ impl PcapWriter {
             sub_ns / 1000
         };
         let len = orig_len.max(u32::try_from(data.len()).unwrap_or(u32::MAX));
-        let mut h = [0u8; 16];
-        h[0..4].copy_from_slice(&sec.to_ne_bytes());
-        h[4..8].copy_from_slice(&frac.to_ne_bytes());
         // caplen <= snaplen <= u32::MAX.
-        h[8..12].copy_from_slice(&(caplen as u32).to_ne_bytes());
-        h[12..16].copy_from_slice(&len.to_ne_bytes());
-        self.out.write_all(&h)?;
-        self.out.write_all(&data[..caplen])?;
+        let header = [pair(sec, frac), pair(caplen as u32, len)];
+        let data = &data[..caplen];
+        let at = self.used;
+        if self.buf.len() - at < 16 + caplen {
+            return self.write_slow(header, data);
+        }
+        let rec = &mut self.buf[at..at + 16 + caplen];
+        rec[..8].copy_from_slice(&header[0]);
+        rec[8..16].copy_from_slice(&header[1]);
+        copy_short(&mut rec[16..], data);
+        self.used = at + 16 + caplen;
         self.count += 1;
         Ok(())
+    }
+
+    /// [`PcapWriter::write`] when the record does not fit behind the buffered bytes:
+    /// writes the buffer out first, and a record larger than the whole buffer directly.
+    #[cold]
+    #[inline(never)]
+    fn write_slow(&mut self, header: [[u8; 8]; 2], data: &[u8]) -> io::Result<()> {
+        self.flush_buf()?;
+        let n = 16 + data.len();
+        if n > self.buf.len() {
+            self.out.write_all(&header[0])?;
+            self.out.write_all(&header[1])?;
+            self.out.write_all(data)?;
+        } else {
+            self.buf[..8].copy_from_slice(&header[0]);
+            self.buf[8..16].copy_from_slice(&header[1]);
+            self.buf[16..n].copy_from_slice(data);
+            self.used = n;
+        }
+        self.count += 1;
+        Ok(())
+    }
+
+    /// Writes the buffered bytes out. On an error the bytes not yet written stay
+    /// buffered (at the front) for the next attempt.
+    fn flush_buf(&mut self) -> io::Result<()> {
+        let mut done = 0;
+        let mut result = Ok(());
+        while done < self.used {
+            match self.out.write(&self.buf[done..self.used]) {
+                Ok(0) => {
+                    result = Err(io::Error::new(
+                        io::ErrorKind::WriteZero,
+                        "failed to write the buffered data",
+                    ));
+                    break;
+                }
+                Ok(n) => done += n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    result = Err(e);
+                    break;
+                }
+            }
+        }
+        self.buf.copy_within(done..self.used, 0);
+        self.used -= done;
+        result
     }
 
     /// Flushes the buffer to the file. Dropping the writer flushes too, but silently
     /// ignores errors: call this to see them.
     pub fn flush(&mut self) -> io::Result<()> {
+        self.flush_buf()?;
         self.out.flush()
     }
 
@@ -147,5 +221,42 @@ impl PcapWriter {
     /// The file name (`<stdout>` for `-`).
     pub fn name(&self) -> &str {
         &self.name
+    }
+}
+
+impl Drop for PcapWriter {
+    fn drop(&mut self) {
+        let _ = self.flush();
+    }
+}
+
+/// The bytes of `a` then those of `b`, each in host order, as one word.
+#[inline(always)]
+fn pair(a: u32, b: u32) -> [u8; 8] {
+    if cfg!(target_endian = "little") {
+        (u64::from(a) | u64::from(b) << 32).to_le_bytes()
+    } else {
+        (u64::from(a) << 32 | u64::from(b)).to_be_bytes()
+    }
+}
+
+/// `dst.copy_from_slice(src)`, with lengths of 16 to 64 bytes (minimum-size frames and
+/// most IP headers captured with their first bytes) moved as two or four overlapping
+/// 16-byte pieces rather than through a `memcpy` call.
+#[inline(always)]
+fn copy_short(dst: &mut [u8], src: &[u8]) {
+    let n = src.len();
+    let dst = &mut dst[..n];
+    let mut piece = |at: usize| dst[at..at + 16].copy_from_slice(&src[at..at + 16]);
+    if (32..=64).contains(&n) {
+        piece(0);
+        piece(16);
+        piece(n - 32);
+        piece(n - 16);
+    } else if (16..32).contains(&n) {
+        piece(0);
+        piece(n - 16);
+    } else {
+        dst.copy_from_slice(src);
     }
 }

@@ -462,17 +462,24 @@ fn classic_run<'a, const BIG: bool>(
 ) -> usize {
     let mut p = *pos;
     let mut n = 0;
+    // Next line of the file to prefetch: every line up to PREFETCH_AHEAD
+    // bytes past the record just read, so that records of any length find
+    // their header in cache (one prefetch a record at a fixed distance
+    // skips most lines of long records: 87 % of FromDump's cycles on a
+    // trace of whole frames were the load of the next record's length).
+    let mut pf = (p + PREFETCH_AHEAD) & !63;
     while n < max {
         let Some((rec, ts, orig_len, end)) = classic_fast::<BIG>(data, p, c) else {
             break;
         };
-        #[cfg(target_arch = "x86_64")]
-        // SAFETY: a prefetch is a hint; it never faults, whatever the address.
-        unsafe {
-            use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-            _mm_prefetch::<_MM_HINT_T0>(
-                data.as_ptr().wrapping_add(end + PREFETCH_AHEAD) as *const i8
-            );
+        while pf < end + PREFETCH_AHEAD {
+            #[cfg(target_arch = "x86_64")]
+            // SAFETY: a prefetch is a hint; it never faults, whatever the address.
+            unsafe {
+                use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+                _mm_prefetch::<_MM_HINT_T0>(data.as_ptr().wrapping_add(pf) as *const i8);
+            }
+            pf += 64;
         }
         if !f(rec, ts, orig_len) {
             break;

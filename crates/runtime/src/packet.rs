@@ -994,27 +994,24 @@ unsafe fn copy_chunked(src: *const u8, dst: *mut u8, len: usize) {
             ptr::read_unaligned(src as *const [u8; N]),
         );
     }
+    /// `N`-byte moves, the last one ending at `len` (`len >= N`).
+    #[inline(always)]
+    unsafe fn steps<const N: usize>(src: *const u8, dst: *mut u8, len: usize) {
+        let mut i = 0;
+        while i + N <= len {
+            mv::<N>(src.add(i), dst.add(i));
+            i += N;
+        }
+        if i < len {
+            mv::<N>(src.add(len - N), dst.add(len - N));
+        }
+    }
     if len >= 64 {
-        let mut i = 0;
-        while i + 64 <= len {
-            mv::<64>(src.add(i), dst.add(i));
-            i += 64;
-        }
-        if i < len {
-            mv::<64>(src.add(len - 64), dst.add(len - 64));
-        }
+        steps::<64>(src, dst, len);
     } else if len >= 16 {
-        let mut i = 0;
-        while i + 16 <= len {
-            mv::<16>(src.add(i), dst.add(i));
-            i += 16;
-        }
-        if i < len {
-            mv::<16>(src.add(len - 16), dst.add(len - 16));
-        }
+        steps::<16>(src, dst, len);
     } else if len >= 8 {
-        mv::<8>(src, dst);
-        mv::<8>(src.add(len - 8), dst.add(len - 8));
+        steps::<8>(src, dst, len);
     } else {
         for i in 0..len {
             *dst.add(i) = *src.add(i);

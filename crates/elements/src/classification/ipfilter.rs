@@ -90,6 +90,8 @@ pub(crate) struct IpClassify {
     cache: DecisionCache,
     filter: bool,
     noutputs: usize,
+    /// Each rule's decision: its output, or `noutputs` for drop.
+    dest: Vec<u16>,
     decisions: Vec<u16>,
     outs: Vec<Batch>,
 }
@@ -107,6 +109,16 @@ pub(crate) fn view(p: &Packet) -> PacketView<'_> {
         _ => None,
     };
     PacketView { ip, ether }
+}
+
+/// Each rule's decision as `push` uses it: its output, or `noutputs` for
+/// drop.
+fn dest(rules: &IpRules, noutputs: usize) -> Vec<u16> {
+    rules
+        .outputs
+        .iter()
+        .map(|o| o.unwrap_or(noutputs) as u16)
+        .collect()
 }
 
 const HANDLERS: &[HandlerSpec] = &[
@@ -128,6 +140,7 @@ impl IpClassify {
         }
         let rules = compile_ip_rules(&ctx.args, n, filter)?;
         Ok(Box::new(IpClassify {
+            dest: dest(&rules, n),
             rules,
             cache: DecisionCache::new(DecisionCache::DEFAULT_ENTRIES),
             filter,
@@ -145,12 +158,12 @@ impl Element for IpClassify {
         // packet the same way, without a branch on its fate.
         let d = &mut self.decisions;
         d.clear();
-        let outs = &self.rules.outputs;
+        let dest = &self.dest;
         let drop = self.noutputs as u16;
         self.rules.classifier.lookup_cached(
             batch.as_slice(),
             view,
-            |r| r.and_then(|r| outs[r]).map_or(drop, |o| o as u16),
+            |r| r.map_or(drop, |r| dest[r]),
             d,
             &mut self.cache,
         );
@@ -159,6 +172,23 @@ impl Element for IpClassify {
             if first != drop {
                 ctx.push(first.into(), batch);
             }
+            return;
+        }
+        if self.noutputs == 1 {
+            // Output 0 or drop: the kept packets are moved to the front in
+            // order by one swap each (no branch on a packet's fate), the
+            // dropped ones cut off the end and released together.
+            let mut batch = batch;
+            let v = batch.vec_mut();
+            let mut k = 0;
+            for (i, &o) in d.iter().enumerate().take(v.len()) {
+                v.swap(k, i);
+                k += usize::from(o == 0);
+            }
+            let mut dropped = std::mem::take(&mut self.outs[1]);
+            dropped.vec_mut().extend(v.drain(k..));
+            std::mem::drop(dropped);
+            ctx.push(0, batch);
             return;
         }
         for (p, &o) in batch.into_iter().zip(d.iter()) {
@@ -229,6 +259,7 @@ impl Element for IpClassify {
         }
         Some(match compile_ip_rules(&args, self.noutputs, self.filter) {
             Ok(r) => {
+                self.dest = dest(&r, self.noutputs);
                 self.rules = r;
                 self.cache.clear();
                 Ok(())

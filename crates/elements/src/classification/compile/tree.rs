@@ -666,8 +666,8 @@ impl Classifier {
             let mut probes = [Probe::default(); GROUP];
             let mut keyed = 0u32;
             for (i, t) in chunk.iter().enumerate() {
-                if let Some(k) = view(t).key() {
-                    probes[i] = Probe::new(&k);
+                if let Some(p) = Probe::of(&view(t)) {
+                    probes[i] = p;
                     cache.prefetch(&probes[i]);
                     keyed |= 1 << i;
                 }

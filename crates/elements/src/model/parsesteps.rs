@@ -56,7 +56,11 @@
 //! the read needs no bounds test (the offset is below the window's end by
 //! construction): 18.6 instructions and 5.6 cycles a step with 8 lanes,
 //! against 26.5 and 6.4 when every step recomputed both (same results,
-//! `lockstep_lanes_give_each_packets_own_state`).
+//! `lockstep_lanes_give_each_packets_own_state`). With `STEPS` above 0 the
+//! next chunk's windows are prefetched while a chunk steps (as a parser
+//! prefetches the headers it reads next): the first step otherwise waited
+//! on the window's lines, so 10 steps on 1514-byte frames cost 75 cycles
+//! more than none instead of the 63 of ten ordinary steps.
 
 use linerate_runtime::{Batch, ConfigureCtx, Ctx, Element, ElementClass, HandlerSpec, Packet};
 use std::any::Any;
@@ -185,13 +189,33 @@ fn lanes<const L: usize>(pkts: &[Packet], steps: u32) -> u64 {
 fn run_chunks<const L: usize>(pkts: &[Packet], steps: u32) -> u64 {
     let mut sum = 0u64;
     let mut it = pkts.chunks_exact(L);
-    for c in &mut it {
+    if steps > 0 {
+        // The next chunk's windows are fetched while this chunk steps, as
+        // a parser prefetches the headers of the packets it will read next.
+        for p in pkts.iter().take(L) {
+            window_prefetch(p);
+        }
+    }
+    for (i, c) in (&mut it).enumerate() {
+        if steps > 0 {
+            for p in pkts.iter().skip((i + 1) * L).take(L) {
+                window_prefetch(p);
+            }
+        }
         sum = sum.wrapping_add(lanes::<L>(c, steps));
     }
     for p in it.remainder() {
         sum = sum.wrapping_add(u64::from(packet_state(p.data(), steps)));
     }
     sum
+}
+
+/// Prefetch the two lines of a packet's window.
+#[inline(always)]
+fn window_prefetch(p: &Packet) {
+    let d = p.data().as_ptr();
+    crate::hint::prefetch(d);
+    crate::hint::prefetch(d.wrapping_add(WINDOW - 1));
 }
 
 struct ParseSteps {

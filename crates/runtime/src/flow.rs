@@ -167,10 +167,7 @@ pub fn key_words(p: &Packet, rules: KeyRules) -> Option<KeyRead<'_>> {
             if rules.skip_later_fragments && u16::from_be_bytes([h[6], h[7]]) & 0x1fff != 0 {
                 return None;
             }
-            let a = |o: usize| u64::from(u32::from_le_bytes([h[o], h[o + 1], h[o + 2], h[o + 3]]));
-            // IPv4-mapped: bytes 10 and 11 are 0xff, 12..16 the address.
-            let mapped = |x: u64| 0xffff_0000 | x << 32;
-            let w = [0, mapped(a(12)), 0, mapped(a(16)), 4 << 40];
+            let w = ipv4_address_words(h);
             (w, h[9], u16::from_be_bytes([h[2], h[3]]), h[1], h[8])
         }
         6 if ip.len() >= 40 => {
@@ -235,12 +232,22 @@ pub fn key_words(p: &Packet, rules: KeyRules) -> Option<KeyRead<'_>> {
     })
 }
 
+/// The [`KeyWords`] of IPv4 header `h` before the protocol, ports and
+/// VLAN are or-ed into the last word: the addresses IPv4-mapped (bytes 10
+/// and 11 0xff, 12..16 the address) and the version.
+#[inline(always)]
+pub fn ipv4_address_words(h: &[u8; 20]) -> KeyWords {
+    let a = |o: usize| u64::from(u32::from_le_bytes([h[o], h[o + 1], h[o + 2], h[o + 3]]));
+    let mapped = |x: u64| 0xffff_0000 | x << 32;
+    [0, mapped(a(12)), 0, mapped(a(16)), 4 << 40]
+}
+
 /// The ports [`FlowKey`] keeps for transport header `l4` (empty: none) of
 /// protocol `proto`, source port in bits 0-15, destination port in 16-31:
 /// ICMP's of an ICMP or ICMPv6 header of at least 8 bytes, else the first
 /// two 16-bit words of a header of at least 4 bytes, else 0.
 #[inline(always)]
-fn ports(l4: &[u8], proto: u8) -> u64 {
+pub fn ports(l4: &[u8], proto: u8) -> u64 {
     if matches!(proto, 1 | 58) && l4.len() >= 8 {
         icmp_ports(l4, proto)
     } else if l4.len() >= 4 {

@@ -120,7 +120,7 @@
 use super::cuckoocore::flow_key;
 use crate::hint::prefetch;
 use linerate_runtime::anno::offsets;
-use linerate_runtime::flow::{key_words, FlowKey, KeyRules, KeyWords};
+use linerate_runtime::flow::{ipv4_address_words, key_words, ports, FlowKey, KeyRules, KeyWords};
 use linerate_runtime::{Batch, ConfigureCtx, Ctx, Element, ElementClass, HandlerSpec, Packet};
 use std::any::Any;
 use std::collections::BTreeMap;
@@ -1132,25 +1132,12 @@ fn ipv4_words(d: &[u8], p: &Packet) -> Option<(Words, usize)> {
     if h[0] >> 4 != 4 || hl < 20 || d.len() < hl {
         return None;
     }
-    let l4 = &d[hl..];
     let proto = match p.anno().u8(offsets::L4_PROTO) {
         0 => h[9],
         a => a,
     };
-    let be16 = |o: usize| u64::from(u16::from_be_bytes([l4[o], l4[o + 1]]));
-    let ports = if matches!(proto, 1 | 58) && l4.len() >= 8 {
-        let echo = matches!((proto, l4[0]), (1, 0 | 8) | (58, 128 | 129));
-        be16(0) << 16 | if echo { be16(4) } else { 0 }
-    } else if l4.len() >= 4 {
-        be16(0) | be16(2) << 16
-    } else {
-        0
-    };
-    // IPv4-mapped addresses: bytes 10 and 11 0xff, 12..16 the address.
-    let a = |o: usize| {
-        0xffff_0000 | u64::from(u32::from_le_bytes([h[o], h[o + 1], h[o + 2], h[o + 3]])) << 32
-    };
-    let w = [0, a(12), 0, a(16), 4 << 40 | u64::from(proto) << 32 | ports];
+    let mut w = ipv4_address_words(h);
+    w[4] |= u64::from(proto) << 32 | ports(&d[hl..], proto);
     Some((w, hl))
 }
 

@@ -16,38 +16,24 @@
 //! have a gateway.
 
 use super::{Case, Goal};
+use crate::rng::Rng;
 use linerate_elements::tables::hashtcam::DEFAULT_CACHE;
 use linerate_runtime::flow::map_v4;
 use std::collections::HashSet;
 use std::fmt::Write as _;
 use std::path::Path;
 
-/// splitmix64: a small deterministic generator.
-pub(crate) struct Rng(u64);
-
-impl Rng {
-    pub(crate) fn new(seed: u64) -> Rng {
-        Rng(seed)
-    }
-    pub(crate) fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-    /// Pick from `(value range, weight)` pairs.
-    fn pick(&mut self, table: &[(u8, u8, u32)]) -> u8 {
-        let total: u32 = table.iter().map(|t| t.2).sum();
-        let mut x = (self.next() % u64::from(total)) as u32;
-        for &(lo, hi, w) in table {
-            if x < w {
-                return lo + (self.next() % u64::from(hi - lo + 1)) as u8;
-            }
-            x -= w;
+/// Pick from `(value range, weight)` pairs.
+fn pick(rng: &mut Rng, table: &[(u8, u8, u32)]) -> u8 {
+    let total: u32 = table.iter().map(|t| t.2).sum();
+    let mut x = (rng.next_u64() % u64::from(total)) as u32;
+    for &(lo, hi, w) in table {
+        if x < w {
+            return lo + (rng.next_u64() % u64::from(hi - lo + 1)) as u8;
         }
-        table[0].0
+        x -= w;
     }
+    table[0].0
 }
 
 const LEN4: &[(u8, u8, u32)] = &[
@@ -82,13 +68,13 @@ const OUTPUTS: usize = 4;
 /// Write `n` random IPv4 routes to `path`; return destinations inside
 /// random ones.
 fn ipv4_table(path: &Path, n: usize) -> Vec<u32> {
-    let mut rng = Rng::new(0x4c50_4d34);
+    let mut rng = Rng(0x4c50_4d34);
     let mut text = String::with_capacity(n * 32);
     let mut routes = Vec::with_capacity(n);
     for i in 0..n {
-        let len = rng.pick(LEN4);
+        let len = pick(&mut rng, LEN4);
         let mask = u32::MAX << (32 - u32::from(len));
-        let addr = rng.next() as u32 & mask;
+        let addr = rng.next_u64() as u32 & mask;
         let port = i % OUTPUTS;
         let a = std::net::Ipv4Addr::from(addr);
         if i % 2 == 0 {
@@ -101,8 +87,8 @@ fn ipv4_table(path: &Path, n: usize) -> Vec<u32> {
     let _ = std::fs::write(path, text);
     (0..FRAMES)
         .map(|_| {
-            let (a, m) = routes[(rng.next() % n as u64) as usize];
-            a | (rng.next() as u32 & !m)
+            let (a, m) = routes[(rng.next_u64() % n as u64) as usize];
+            a | (rng.next_u64() as u32 & !m)
         })
         .collect()
 }
@@ -110,13 +96,13 @@ fn ipv4_table(path: &Path, n: usize) -> Vec<u32> {
 /// Write `n` random IPv6 routes to `path`; return destinations inside
 /// random ones.
 fn ipv6_table(path: &Path, n: usize) -> Vec<u128> {
-    let mut rng = Rng::new(0x4c50_4d36);
+    let mut rng = Rng(0x4c50_4d36);
     let mut text = String::with_capacity(n * 48);
     let mut routes = Vec::with_capacity(n);
     for i in 0..n {
-        let len = rng.pick(LEN6);
+        let len = pick(&mut rng, LEN6);
         let mask = u128::MAX << (128 - u32::from(len));
-        let r = (u128::from(rng.next()) << 64) | u128::from(rng.next());
+        let r = (u128::from(rng.next_u64()) << 64) | u128::from(rng.next_u64());
         let addr = ((r >> 3) | (1u128 << 125)) & mask;
         let port = i % OUTPUTS;
         let a = std::net::Ipv6Addr::from(addr);
@@ -130,8 +116,8 @@ fn ipv6_table(path: &Path, n: usize) -> Vec<u128> {
     let _ = std::fs::write(path, text);
     (0..FRAMES)
         .map(|_| {
-            let (a, m) = routes[(rng.next() % n as u64) as usize];
-            let r = (u128::from(rng.next()) << 64) | u128::from(rng.next());
+            let (a, m) = routes[(rng.next_u64() % n as u64) as usize];
+            let r = (u128::from(rng.next_u64()) << 64) | u128::from(rng.next_u64());
             a | (r & !m)
         })
         .collect()
@@ -200,7 +186,7 @@ type Tuple = (u32, u32, u16, u16, u8);
 /// Write 8,000 rules (500 per mask) to `path`; return the rules' text
 /// and `flows` tuples, 90 % inside random rules and 10 % random.
 fn tcam_rules(path: &Path, flows: usize) -> (Vec<String>, Vec<Tuple>) {
-    let mut rng = Rng::new(0x5443_414d);
+    let mut rng = Rng(0x5443_414d);
     let mut seen = HashSet::new();
     let mut rules = Vec::new();
     let mut specs = Vec::new();
@@ -208,12 +194,16 @@ fn tcam_rules(path: &Path, flows: usize) -> (Vec<String>, Vec<Tuple>) {
     for (t, &(sl, dl, sp, dp, pr)) in MASKS.iter().enumerate() {
         let mut n = 0;
         while n < 500 {
-            let src = (0x0a00_0000 | (rng.next() as u32 & 0x00ff_ffff)) & m(sl);
-            let dst = (0x1400_0000 | (rng.next() as u32 & 0x00ff_ffff)) & m(dl);
-            let sport = (rng.next() % 65535) as u16 + 1;
-            let dport = (rng.next() % 1024) as u16;
-            let proto = if rng.next().is_multiple_of(2) { 6 } else { 17 };
-            let prio = (15 - t as u64) * 500 + rng.next() % 1000;
+            let src = (0x0a00_0000 | (rng.next_u64() as u32 & 0x00ff_ffff)) & m(sl);
+            let dst = (0x1400_0000 | (rng.next_u64() as u32 & 0x00ff_ffff)) & m(dl);
+            let sport = (rng.next_u64() % 65535) as u16 + 1;
+            let dport = (rng.next_u64() % 1024) as u16;
+            let proto = if rng.next_u64().is_multiple_of(2) {
+                6
+            } else {
+                17
+            };
+            let prio = (15 - t as u64) * 500 + rng.next_u64() % 1000;
             let mut r = format!("{prio} {}", rules.len() % OUTPUTS);
             if sl > 0 {
                 let _ = write!(r, " src {}/{sl}", std::net::Ipv4Addr::from(src));
@@ -244,21 +234,21 @@ fn tcam_rules(path: &Path, flows: usize) -> (Vec<String>, Vec<Tuple>) {
     let _ = std::fs::write(path, rules.join("\n"));
     let tuples = (0..flows)
         .map(|_| {
-            let x = rng.next();
+            let x = rng.next_u64();
             if x.is_multiple_of(10) {
                 return (
                     x as u32,
                     (x >> 32) as u32,
-                    rng.next() as u16,
-                    rng.next() as u16 % 1024,
+                    rng.next_u64() as u16,
+                    rng.next_u64() as u16 % 1024,
                     6,
                 );
             }
-            let (s, sm, d, dm, sp, dp, pr) = specs[(rng.next() % specs.len() as u64) as usize];
-            let sport = sp.unwrap_or(rng.next() as u16);
+            let (s, sm, d, dm, sp, dp, pr) = specs[(rng.next_u64() % specs.len() as u64) as usize];
+            let sport = sp.unwrap_or(rng.next_u64() as u16);
             (
-                s | (rng.next() as u32 & !sm),
-                d | (rng.next() as u32 & !dm),
+                s | (rng.next_u64() as u32 & !sm),
+                d | (rng.next_u64() as u32 & !dm),
                 sport,
                 dp,
                 pr,

@@ -150,7 +150,8 @@
 use super::record::{end_reason, Direction};
 use crate::hint::prefetch;
 use linerate_runtime::anno::offsets;
-use linerate_runtime::flow::{key_words, FlowKey, KeyRead, KeyRules};
+use linerate_runtime::anno::NO_HEADER;
+use linerate_runtime::flow::{ipv4_address_words, key_words, FlowKey, KeyRead, KeyRules};
 use linerate_runtime::{Batch, ConfigureCtx, Ctx, Element, ElementClass, HandlerSpec, Packet};
 use std::any::Any;
 
@@ -345,6 +346,53 @@ fn parse_words(p: &Packet) -> Option<(Words, Feat)> {
         flags,
     };
     Some((words, f))
+}
+
+/// [`parse_words`] for the common case, inlined: an IPv4 packet, not a
+/// later fragment, neither ICMP nor ICMPv6, whose transport header holds at
+/// least 14 bytes (the TCP flags' byte), read with one bounds check per
+/// header. `None` for every other packet, which [`Job::other`] reads with
+/// `parse_words`; where this gives `Some`, so does `parse_words`, with the
+/// same value.
+#[inline(always)]
+fn read_v4(p: &Packet) -> Option<(Words, Feat)> {
+    let a = p.anno();
+    let (nh, th) = (a.network_header, a.transport_header);
+    if nh == NO_HEADER || th == NO_HEADER {
+        return None;
+    }
+    let d = p.data();
+    let hr = p.headroom();
+    // Offsets before the data wrap to values past its end: no slice.
+    let ip = d
+        .get((nh as usize).wrapping_sub(hr)..)?
+        .first_chunk::<20>()?;
+    let l4 = d
+        .get((th as usize).wrapping_sub(hr)..)?
+        .first_chunk::<14>()?;
+    let proto = match a.u8(offsets::L4_PROTO) {
+        0 => ip[9],
+        x => x,
+    };
+    if ip[0] >> 4 != 4
+        || u16::from_be_bytes([ip[6], ip[7]]) & 0x1fff != 0
+        || matches!(proto, 1 | 58)
+    {
+        return None;
+    }
+    let mut w = ipv4_address_words(ip);
+    let ports = u64::from(u16::from_be_bytes([l4[0], l4[1]]))
+        | u64::from(u16::from_be_bytes([l4[2], l4[3]])) << 16;
+    let vlan = u64::from(a.u16(offsets::VLAN_TCI) & 0x0fff) << 48;
+    w[4] |= ports | u64::from(proto) << 32 | vlan;
+    let f = Feat {
+        ts: a.timestamp_ns,
+        len: u16::from_be_bytes([ip[2], ip[3]]),
+        tos: ip[1],
+        ttl: ip[8],
+        flags: if proto == 6 { l4[13] } else { 0 },
+    };
+    Some((w, f))
 }
 
 /// [`hash_key`] of a key in [`Words`] form (the same value).
@@ -570,6 +618,28 @@ struct Job {
     f: Feat,
 }
 
+impl Job {
+    /// The job of a key and its features: hashed and placed.
+    #[inline(always)]
+    fn new<const WAYS: usize>(w: Words, f: Feat, nbuckets: usize) -> Job {
+        let h = hash_words(&w);
+        Job {
+            w,
+            b: bucket(h, nbuckets, WAYS) as u32,
+            tag: tag_of(h),
+            f,
+        }
+    }
+
+    /// The job of a packet [`read_v4`] does not read, out of line.
+    #[cold]
+    #[inline(never)]
+    fn other<const WAYS: usize>(p: &Packet, nbuckets: usize) -> Option<Job> {
+        let (w, f) = parse_words(p)?;
+        Some(Job::new::<WAYS>(w, f, nbuckets))
+    }
+}
+
 impl Fast {
     /// Pass 1: read each packet's key and features, hash and place the key;
     /// returns the number of keyed packets (`jobs[..n]`) and raises `now`
@@ -586,16 +656,16 @@ impl Fast {
         }
         let mut n = 0;
         for p in batch.iter() {
-            if let Some((w, f)) = parse_words(p) {
-                let h = hash_words(&w);
-                let b = bucket(h, nbuckets, WAYS);
+            // Two separate stores, so that the common case's key and
+            // features stay in registers (a merged `Option` of both readers
+            // went through the stack).
+            if let Some((w, f)) = read_v4(p) {
                 *now = (*now).max(f.ts);
-                self.jobs[n] = Job {
-                    w,
-                    b: b as u32,
-                    tag: tag_of(h),
-                    f,
-                };
+                self.jobs[n] = Job::new::<WAYS>(w, f, nbuckets);
+                n += 1;
+            } else if let Some(j) = Job::other::<WAYS>(p, nbuckets) {
+                *now = (*now).max(j.f.ts);
+                self.jobs[n] = j;
                 n += 1;
             }
         }
@@ -1291,6 +1361,10 @@ mod tests {
             p.set_timestamp_ns(ts);
             p.anno_mut().set_u8(offsets::L4_PROTO, proto);
             p.anno_mut().set_u16(offsets::VLAN_TCI, vlan);
+            let general = parse_words(&p).map(|(w, f)| (w, (f.ts, f.len, f.tos, f.ttl, f.flags)));
+            if let Some((w, f)) = read_v4(&p) {
+                prop_assert_eq!(Some((w, (f.ts, f.len, f.tos, f.ttl, f.flags))), general);
+            }
             match (parse(&p), parse_words(&p)) {
                 (None, None) => {}
                 (Some(k), Some((w, f))) => {

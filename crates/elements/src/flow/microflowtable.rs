@@ -675,7 +675,7 @@ impl Fast {
     /// Pass 2: meter the `n` gathered packets in order, prefetching the
     /// bucket's tag, key and counter lines [`DIST`] packets ahead.
     #[inline(always)]
-    fn update_all<const WAYS: usize>(
+    fn update_all<const WAYS: usize, const TIMED: bool>(
         &mut self,
         n: usize,
         nbuckets: usize,
@@ -713,7 +713,15 @@ impl Fast {
             let (i, hit) = s.slot::<WAYS>((j.b as usize).min(last), j.tag, w);
             if hit {
                 let d = &mut s.cells[i].0;
-                match rules.expired(d, k.ts) {
+                // Without timeouts (`TIMED` false: both `u64::MAX`) only
+                // a packet at time `u64::MAX` can find its microflow
+                // expired (active: `now - first >= u64::MAX`).
+                let expired = if TIMED || k.ts == u64::MAX {
+                    rules.expired(d, k.ts)
+                } else {
+                    None
+                };
+                match expired {
                     Some(r) => {
                         let old = std::mem::replace(d, start(k));
                         emit(stats, out, unwords(w), &old, r);
@@ -997,10 +1005,12 @@ impl MicroflowTable {
                 self.stats.now = now;
                 self.sort_ignored(batch, keyed as u64, nokey);
                 let (stats, new) = (&mut self.stats, &mut self.mark.new);
-                if ways == 1 {
-                    f.update_all::<1>(keyed, nbuckets, rules, stats, new, out);
-                } else {
-                    f.update_all::<2>(keyed, nbuckets, rules, stats, new, out);
+                let timed = rules.idle != u64::MAX || rules.active != u64::MAX;
+                match (ways, timed) {
+                    (1, false) => f.update_all::<1, false>(keyed, nbuckets, rules, stats, new, out),
+                    (1, true) => f.update_all::<1, true>(keyed, nbuckets, rules, stats, new, out),
+                    (_, false) => f.update_all::<2, false>(keyed, nbuckets, rules, stats, new, out),
+                    (_, true) => f.update_all::<2, true>(keyed, nbuckets, rules, stats, new, out),
                 }
             }
             Table::Reference(r) => {

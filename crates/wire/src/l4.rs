@@ -307,8 +307,121 @@ pub fn locate(frame: &[u8]) -> Result<Located, Reason> {
 /// flow hash; see the module documentation for the rules. Never panics,
 /// never allocates. Always inlined: a call and its result returned through
 /// memory cost a fifth of the function (measured).
+///
+/// The common frames (at most one tag, IPv4 without options or IPv6
+/// without extension headers, the headers and the ports within the frame)
+/// take a straight path whose reads need no bounds tests of their own
+/// ([`parse_common`]); the rest, errors included, go through the general
+/// parser out of line, which keeps the loop around a call of this function
+/// small enough for its registers (measured with the `L4Parser` benchmark
+/// mix: see that element's documentation).
 #[inline(always)]
 pub fn parse(frame: &[u8]) -> Result<Parsed, Reason> {
+    match parse_common(frame) {
+        Some(p) => Ok(p),
+        None => parse_general(frame),
+    }
+}
+
+/// [`parse`] of a common frame, `None` for any other (which [`parse`]
+/// then parses, or rejects with its reason): Ethernet with at most one
+/// tag, then IPv4 with a 20-byte header or IPv6 whose next header is not
+/// an extension, the fixed header and four bytes after it inside the
+/// frame, the IP length within the frame, and a protocol other than ICMP
+/// and ICMPv6 (their ports are read differently). Calls nothing, so a
+/// loop around it keeps its values in registers. Same result
+/// as the general path for those frames (a property test compares them).
+#[inline(always)]
+pub fn parse_common(frame: &[u8]) -> Option<Parsed> {
+    // The EtherType and the tag, compared as they lie in memory.
+    const TAG_Q: u16 = u16::from_ne_bytes([0x81, 0x00]);
+    const TAG_AD: u16 = u16::from_ne_bytes([0x88, 0xa8]);
+    const IPV4: u16 = u16::from_ne_bytes([0x08, 0x00]);
+    const IPV6: u16 = u16::from_ne_bytes([0x86, 0xdd]);
+    let head: &[u8; 18] = frame.get(..18)?.try_into().ok()?;
+    let ne16 = |i: usize| u16::from_ne_bytes([head[i], head[i + 1]]);
+    let outer = ne16(12);
+    let (off, tci, et) = if outer == TAG_Q || outer == TAG_AD {
+        (18, ne16(14).swap_bytes(), ne16(16))
+    } else {
+        (14, 0, outer)
+    };
+    if et == IPV4 {
+        let ip: &[u8; 24] = frame.get(off..off + 24)?.try_into().ok()?;
+        let total = usize::from(u16::from_be_bytes([ip[2], ip[3]]));
+        // Version 4, IHL 5; 20 <= total length <= what the frame holds.
+        if ip[0] != 0x45 || total.wrapping_sub(20) > frame.len() - off - 20 {
+            return None;
+        }
+        let proto = ip[9];
+        let first = u16::from_ne_bytes([ip[6], ip[7]]) & u16::from_ne_bytes([0x1f, 0xff]) == 0;
+        let min = common_l4_min(proto)?;
+        let (transport, pw) = if first && min != 0 && 20 + min <= total {
+            (
+                (off + 20) as u16,
+                u32::from_le_bytes([ip[20], ip[21], ip[22], ip[23]]),
+            )
+        } else {
+            (NO_TRANSPORT, 0)
+        };
+        let addrs = u64::from_le_bytes([
+            ip[12], ip[13], ip[14], ip[15], ip[16], ip[17], ip[18], ip[19],
+        ]);
+        Some(Parsed {
+            network: off as u16,
+            transport,
+            proto,
+            version: 4,
+            vlan_tci: tci,
+            hash: hash_words(addrs, pw, proto, 4),
+        })
+    } else if et == IPV6 {
+        let ip: &[u8; 44] = frame.get(off..off + 44)?.try_into().ok()?;
+        let end = 40 + usize::from(u16::from_be_bytes([ip[4], ip[5]]));
+        let nh = ip[6];
+        if ip[0] >> 4 != 6 || end > frame.len() - off || is_ext(nh) {
+            return None;
+        }
+        let min = common_l4_min(nh)?;
+        let (transport, pw) = if min != 0 && 40 + min <= end {
+            (
+                (off + 40) as u16,
+                u32::from_le_bytes([ip[40], ip[41], ip[42], ip[43]]),
+            )
+        } else {
+            (NO_TRANSPORT, 0)
+        };
+        let addrs = fold_v6(le64(ip, 8), le64(ip, 16), le64(ip, 24), le64(ip, 32));
+        Some(Parsed {
+            network: off as u16,
+            transport,
+            proto: nh,
+            version: 6,
+            vlan_tci: tci,
+            hash: hash_words(addrs, pw, nh, 6),
+        })
+    } else {
+        None
+    }
+}
+
+/// [`L4_MIN`] for [`parse_common`]: `None` for ICMP and ICMPv6, whose
+/// ports the general path reads. Compares instead of a load from the
+/// table (about five instructions fewer a packet, measured).
+#[inline(always)]
+fn common_l4_min(proto: u8) -> Option<usize> {
+    match proto {
+        17 => Some(8),
+        6 => Some(20),
+        132 => Some(12),
+        1 | 58 => None,
+        _ => Some(0),
+    }
+}
+
+/// [`parse`] of any frame: the general path, out of line.
+#[inline(never)]
+fn parse_general(frame: &[u8]) -> Result<Parsed, Reason> {
     let (et, off, tci) = link(frame)?;
     let ip = &frame[off..];
     match et {
@@ -890,6 +1003,91 @@ mod tests {
                 }
             }
         }
+    }
+
+    proptest::proptest! {
+        /// Where the common path answers, the general path gives the same
+        /// result: frames with 0-2 tags, IPv4 or IPv6 headers with random
+        /// lengths, header lengths, fragment fields and protocols.
+        #[test]
+        fn common_path_agrees_with_general(
+            mut f in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..120),
+            tags in 0usize..3,
+            v6 in proptest::prelude::any::<bool>(),
+            ad in proptest::prelude::any::<bool>(),
+            ihl5 in proptest::prelude::any::<bool>(),
+            proto in proptest::prop_oneof![
+                proptest::strategy::Just(6u8), proptest::strategy::Just(17),
+                proptest::strategy::Just(132), proptest::strategy::Just(1),
+                proptest::strategy::Just(58), proptest::strategy::Just(0),
+                proptest::strategy::Just(44), proptest::prelude::any::<u8>()
+            ],
+            short in proptest::prelude::any::<bool>(),
+        ) {
+            let tpid: [u8; 2] = if ad { [0x88, 0xa8] } else { [0x81, 0x00] };
+            for k in 0..tags {
+                if let Some(t) = f.get_mut(12 + 4 * k..14 + 4 * k) {
+                    t.copy_from_slice(&tpid);
+                }
+            }
+            let off = 14 + 4 * tags;
+            let et: [u8; 2] = if v6 { [0x86, 0xdd] } else { [0x08, 0x00] };
+            if let Some(t) = f.get_mut(off - 2..off) {
+                t.copy_from_slice(&et);
+            }
+            let avail = f.len().saturating_sub(off);
+            if let Some(ip) = f.get_mut(off..) {
+                if v6 && ip.len() >= 40 {
+                    ip[0] = 0x60 | (ip[0] & 0x0f);
+                    ip[6] = proto;
+                    let plen = if short { avail - 40 } else { usize::from(ip[5]) };
+                    ip[4..6].copy_from_slice(&(plen as u16).to_be_bytes());
+                } else if !v6 && ip.len() >= 20 {
+                    if ihl5 {
+                        ip[0] = 0x45;
+                    }
+                    ip[9] = proto;
+                    let total = if short { avail } else { usize::from(ip[3]) };
+                    ip[2..4].copy_from_slice(&(total as u16).to_be_bytes());
+                    if short {
+                        ip[6] &= 0x20;
+                        ip[7] = 0;
+                    }
+                }
+            }
+            if let Some(p) = parse_common(&f) {
+                proptest::prop_assert_eq!(Ok(p), parse_general(&f));
+                proptest::prop_assert_eq!(Ok(p), parse(&f));
+            }
+        }
+    }
+
+    #[test]
+    fn common_path_takes_the_usual_frames() {
+        // IPv4/UDP untagged and IPv6/TCP behind a tag take the common path;
+        // ICMP, options and a second tag do not (and parse still answers).
+        assert!(parse_common(&v4_udp()).is_some());
+        let mut icmp = v4_udp();
+        icmp[23] = 1;
+        assert!(parse_common(&icmp).is_none());
+        assert!(parse(&icmp).is_ok());
+        let qinq = tagged(&v4_udp(), &[0x88, 0xa8, 0, 1, 0x81, 0x00, 0, 2]);
+        assert!(parse_common(&qinq).is_none());
+        assert_eq!(parse(&qinq).unwrap().network, 22);
+        let mut f = tagged(&eth(0x86dd), &[0x81, 0x00, 0, 7]);
+        let mut ip = vec![0u8; 40];
+        ip[0] = 0x60;
+        ip[4..6].copy_from_slice(&20u16.to_be_bytes());
+        ip[6] = 6;
+        f.extend_from_slice(&ip);
+        f.extend_from_slice(&[0x12, 0x34, 0x00, 0x50]);
+        f.extend_from_slice(&[0u8; 16]);
+        let p = parse_common(&f).expect("common");
+        assert_eq!(
+            (p.network, p.transport, p.proto, p.vlan_tci),
+            (18, 58, 6, 7)
+        );
+        assert_eq!(Ok(p), parse_general(&f));
     }
 
     #[test]

@@ -59,32 +59,36 @@
 //! ```
 //!
 //! # Implementation
-//! The fast path is `linerate_wire::l4::parse`, a pure function from frame
-//! bytes to offsets, protocol, TCI and hash: it reads each field once from
-//! fixed-size array views (one bounds check per header, not per field),
-//! steps over extension headers with a bit-set membership test and a
-//! branch-free length rule, picks the transport header's minimum length
-//! from a 256-entry table, and hashes the 5-tuple with two
+//! Two passes over a batch of at most 256 packets. The first runs
+//! `linerate_wire::l4::parse_common` on every packet: the common frames (at
+//! most one tag, IPv4 with a 20-byte header or IPv6 without extension
+//! headers, TCP/UDP/SCTP or another protocol without ports, headers inside
+//! the frame) read through fixed-size array views, so no field needs a
+//! bounds test of its own, and the 5-tuple is hashed with two
 //! multiply-xorshift rounds on two 64-bit words (IPv6 addresses are folded
-//! with rotations first). The element runs it over the whole batch in one
-//! loop, writes the annotations in place (the headroom read once) and
-//! marks bad packets in a bitmap on the stack; only a batch with a bad
-//! packet is split (order kept). Software prefetching of the next
-//! packets' metadata and data was tried and removed: the frames of a
-//! batch are in L1/L2 already and the prefetch address arithmetic cost
-//! more than it saved (perf stat: 30 to 28 cycles, 142 to 126
-//! instructions per packet without it).
+//! with rotations first). That loop calls nothing, so its values stay in
+//! registers; the annotations are written in place, with one test that
+//! every header offset fits (the headroom plus the frame length). Packets
+//! the common path does not take (ICMP, options, two tags, extension
+//! headers, errors) are marked in a bitmap and parsed afterwards by
+//! `linerate_wire::l4::parse` (extension headers stepped over with a
+//! bit-set membership test and a branch-free length rule); only a batch
+//! with a bad packet is split (order kept). Software prefetching of the
+//! next packets' metadata and data was tried and removed (session 4): the
+//! frames of a batch are in L1/L2 already and the prefetch address
+//! arithmetic cost more than it saved.
 //! Nothing is allocated and no packet data is copied or written, so
 //! zero-copy views stay shared.
 //!
-//! Measured (`perf stat`, 20 M packets of the benchmark mix, loaded
-//! 2-core machine at about 2.7 GHz): 28 cycles and 126 instructions per
-//! packet above the bare `MemoryReplay -> Discard` path, about 90-100
-//! Mpps. The issue's 150 Mpps needs at most 18 cycles: the parse (about 80
-//! instructions for the header checks, two multiply rounds of hashing and
-//! the `Parsed` result) plus the annotation writes and the batch loop
-//! (about 45) run at 4.5 instructions per cycle, so the remaining gap is
-//! instruction count, not memory stalls (prefetching did not help).
+//! Measured (session 9, `perf stat -e instructions:u`, 20 M packets of the
+//! benchmark mix, `MemoryReplay -> Discard` subtracted): 122 instructions
+//! a packet with one loop around the general parser (inlined, but with
+//! calls to its rare paths, so the loop kept its values on the stack), 99
+//! with the call-free common pass. `linerate bench elements --runs 5
+//! L4Parser`, two interleaved rounds on a loaded machine (load average
+//! 5.2): mix 8.64 / 8.55 -> 7.08 / 7.02 ns (116 -> 142 Mpps), IPv4/UDP only
+//! 7.55 / 7.44 -> 6.03 / 5.99 ns (133 -> 167 Mpps, above the issue's 150);
+//! the mix's remaining gap is in docs/performance.md.
 //!
 //! `IMPL reference` parses with `linerate_wire`'s checked views
 //! (`ethernet`, `vlan`, `ipv4`, `ipv6`, `ipv6ext::walk`), sets the header
@@ -245,22 +249,40 @@ impl L4Parser {
     /// The fast path over a batch of at most 256 packets: one loop, no
     /// closure, bad packets marked in a bitmap and split off only if any.
     fn run_fast(&mut self, batch: &mut Batch) -> Option<Batch> {
-        let mut bits = [0u64; 4];
-        let mut any = 0u64;
+        // Two passes: the common frames in a loop without calls (so its
+        // values stay in registers), marking the others; then the marked
+        // ones, if any, through the general parser.
+        let mut other = [0u64; 4];
+        let mut any_other = 0u64;
         let pk = batch.as_mut_slice();
-        let n = pk.len();
-        for i in 0..n {
-            let p = &mut pk[i];
-            match l4::parse(p.data()) {
-                Ok(r) => annotate(p, &r),
-                Err(r) => {
-                    self.by_reason[r as usize] += 1;
-                    bits[i >> 6] |= 1 << (i & 63);
-                    any = 1;
+        for (i, p) in pk.iter_mut().enumerate() {
+            let room = (p.headroom(), p.len());
+            match l4::parse_common(p.data()) {
+                Some(r) => annotate_at(p, room, &r),
+                None => {
+                    other[i >> 6] |= 1 << (i & 63);
+                    any_other = 1;
                 }
             }
         }
-        if any == 0 {
+        if any_other == 0 {
+            return None;
+        }
+        let mut bits = [0u64; 4];
+        let mut any = false;
+        for (w, &o) in other.iter().enumerate() {
+            let mut o = o;
+            while o != 0 {
+                let i = w * 64 + o.trailing_zeros() as usize;
+                o &= o - 1;
+                if let Err(r) = annotate_fast(&mut pk[i]) {
+                    self.by_reason[r as usize] += 1;
+                    bits[w] |= 1 << (i & 63);
+                    any = true;
+                }
+            }
+        }
+        if !any {
             return None;
         }
         let mut i = 0usize;
@@ -291,26 +313,40 @@ pub(crate) fn annotate_slow(p: &mut Packet) -> Result<(), Reason> {
 /// Writes the contract's annotations from the fast parser's result.
 #[inline(always)]
 fn annotate(p: &mut Packet, r: &Parsed) {
+    annotate_at(p, (p.headroom(), p.len()), r)
+}
+
+/// [`annotate`] with the packet's headroom and length read already.
+#[inline(always)]
+fn annotate_at(p: &mut Packet, (hr, len): (usize, usize), r: &Parsed) {
     // Header annotations are offsets from the buffer head: the headroom
     // once, plus each offset (NO_HEADER if that does not fit, as
     // `Packet::set_network_header` does).
-    let hr = p.headroom();
-    let at = |off: u16| {
-        let v = hr + usize::from(off);
-        if v < usize::from(NO_HEADER) {
-            v as u16
-        } else {
+    let (nh, th) = if hr + len < usize::from(NO_HEADER) {
+        // Every offset inside the frame fits (the usual case: one test
+        // instead of one an offset).
+        let th = if r.transport == NO_TRANSPORT {
             NO_HEADER
-        }
-    };
-    let (nh, th) = (
-        at(r.network),
-        if r.transport == NO_TRANSPORT {
+        } else {
+            hr as u16 + r.transport
+        };
+        (hr as u16 + r.network, th)
+    } else {
+        let at = |off: u16| {
+            let v = hr + usize::from(off);
+            if v < usize::from(NO_HEADER) {
+                v as u16
+            } else {
+                NO_HEADER
+            }
+        };
+        let th = if r.transport == NO_TRANSPORT {
             NO_HEADER
         } else {
             at(r.transport)
-        },
-    );
+        };
+        (at(r.network), th)
+    };
     let a = p.anno_mut();
     a.network_header = nh;
     a.transport_header = th;

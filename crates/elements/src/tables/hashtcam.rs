@@ -119,7 +119,7 @@
 
 use super::cuckoocore::flow_key;
 use crate::hint::prefetch;
-use linerate_runtime::anno::offsets;
+use linerate_runtime::anno::{offsets, NO_HEADER};
 use linerate_runtime::flow::{ipv4_address_words, key_words, ports, FlowKey, KeyRules, KeyWords};
 use linerate_runtime::{Batch, ConfigureCtx, Ctx, Element, ElementClass, HandlerSpec, Packet};
 use std::any::Any;
@@ -1101,11 +1101,17 @@ impl HashTcam {
     fn key(&self, p: &mut Packet) -> Option<Words> {
         if let (None, Some(off)) = (p.network_header_offset(), self.offset) {
             if let Some((w, hl)) = p.data().get(off..).and_then(|d| ipv4_words(d, p)) {
-                p.set_network_header(off as isize);
-                p.set_transport_header((off + hl) as isize);
-                // Offsets past the annotation's range leave it unset: then
-                // as `key_words` reads the annotations.
-                if p.transport_header_offset().is_some() {
+                // The annotations count from the buffer head; where both
+                // fit below `NO_HEADER` they are written here as
+                // `set_network_header` and `set_transport_header` would
+                // write them (checked before, not read back after: that
+                // was a store-forwarded load a packet). Otherwise `mark`
+                // sets what fits and `key_words` reads the annotations.
+                let nh = p.headroom() + off;
+                if nh + hl < usize::from(NO_HEADER) {
+                    let a = p.anno_mut();
+                    a.network_header = nh as u16;
+                    a.transport_header = (nh + hl) as u16;
                     return Some(w);
                 }
             }

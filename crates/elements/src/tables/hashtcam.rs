@@ -1293,8 +1293,11 @@ impl Element for HashTcam {
                 let mut keys = [[0u64; 5]; CHUNK];
                 let mut pos = [0u8; CHUNK];
                 let mut n = 0;
-                for (i, p) in chunk.iter_mut().enumerate() {
-                    if let Some(w) = self.key(p) {
+                for i in 0..chunk.len() {
+                    if let Some(q) = chunk.get(i + 4) {
+                        prefetch(q.data().as_ptr());
+                    }
+                    if let Some(w) = self.key(&mut chunk[i]) {
                         keys[n] = w;
                         pos[n] = i as u8;
                         n += 1;

@@ -1420,5 +1420,35 @@ mod tests {
                 prop_assert_eq!(Some(w), slow);
             }
         }
+
+        /// `split` moves every packet to its output, in order, counting
+        /// first (up to `SPLIT_MAX` outputs) or pushing one by one (past
+        /// it), onto outputs that may already hold packets.
+        #[test]
+        fn split_keeps_every_packet_in_order(
+            n in 1usize..12,
+            sel in prop::collection::vec(any::<u32>(), 0..200),
+            held in 0usize..3,
+        ) {
+            let out: Vec<u32> = sel.iter().map(|&o| o % n as u32).collect();
+            let id = |p: &Packet| u32::from_le_bytes(p.data()[..4].try_into().unwrap());
+            let mut batch = Batch::new();
+            for i in 0..out.len() {
+                batch.push(Packet::from_slice(&(i as u32).to_le_bytes()));
+            }
+            let mut outs: Vec<Batch> = (0..n).map(|_| Batch::new()).collect();
+            for b in &mut outs {
+                for _ in 0..held {
+                    b.push(Packet::from_slice(&u32::MAX.to_le_bytes()));
+                }
+            }
+            split(batch, &out, &mut outs);
+            for (k, b) in outs.iter().enumerate() {
+                let got: Vec<u32> = b.iter().map(id).collect();
+                let mut want = vec![u32::MAX; held];
+                want.extend((0..out.len() as u32).filter(|&i| out[i as usize] == k as u32));
+                prop_assert_eq!(got, want);
+            }
+        }
     }
 }

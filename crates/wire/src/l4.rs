@@ -379,10 +379,14 @@ pub fn parse_common(frame: &[u8]) -> Option<Parsed> {
         let ip: &[u8; 44] = frame.get(off..off + 44)?.try_into().ok()?;
         let end = 40 + usize::from(u16::from_be_bytes([ip[4], ip[5]]));
         let nh = ip[6];
-        if ip[0] >> 4 != 6 || end > frame.len() - off || is_ext(nh) {
+        if ip[0] >> 4 != 6 || end > frame.len() - off {
             return None;
         }
-        let min = common_l4_min(nh)?;
+        // Extension headers (and ICMPv6) are left to the general path.
+        let min = match nh {
+            0 | 43 | 44 | 51 | 60 => return None,
+            _ => common_l4_min(nh)?,
+        };
         let (transport, pw) = if min != 0 && 40 + min <= end {
             (
                 (off + 40) as u16,

@@ -83,9 +83,20 @@
 //! a miss per shifted entry; a flow keeps its hash in its key line).
 //! Flows live in a slab (stable indices, free list) so that deletions
 //! (backward shift) move only index entries. The index and the slab are
-//! backed by 2 MiB pages where the kernel allows (a random
-//! access to 20 MB of flows otherwise costs a TLB miss and a page walk as
-//! well as the cache miss). With `BIFLOW` the hash is
+//! fixed-size zeroed arrays that start at a 2 MiB boundary and ask for
+//! 2 MiB pages (a random access to 20 MB of flows otherwise costs a
+//! longer page walk as well as the cache miss); growing allocates new ones
+//! and copies. As `Vec`s they started wherever the allocator put them: a
+//! 2 MiB index inside the heap got no huge page at all and a grown slab
+//! only part (session 9: 6-9 cycles a microflow fewer, 129-145 instead of
+//! 138-156 with 100,000 flows; instructions unchanged). Under this VM a
+//! microflow still takes about 0.5 TLB misses that need a page walk (the
+//! host maps guest memory with small pages). Tried and dropped (session
+//! 9): one-way flows in 128 bytes (key and forward counters; a biflow's
+//! reverse counters in a second block or their own array): 24-33 more
+//! instructions a microflow (the merge's reverse-counter pointer), cycles
+//! the same or, for biflows, 9 % more; growing the index at 3/4 load
+//! instead of 1/2: 5 % more cycles (longer probes). With `BIFLOW` the hash is
 //! symmetric (computed over the endpoints in canonical order), so one
 //! probe sequence finds the forward or the reverse key; keys compare as
 //! 16-byte words. Timeouts are kept

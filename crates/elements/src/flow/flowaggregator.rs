@@ -83,9 +83,20 @@
 //! a miss per shifted entry; a flow keeps its hash in its key line).
 //! Flows live in a slab (stable indices, free list) so that deletions
 //! (backward shift) move only index entries. The index and the slab are
-//! backed by 2 MiB pages where the kernel allows (a random
-//! access to 20 MB of flows otherwise costs a TLB miss and a page walk as
-//! well as the cache miss). With `BIFLOW` the hash is
+//! fixed-size zeroed arrays that start at a 2 MiB boundary and ask for
+//! 2 MiB pages (a random access to 20 MB of flows otherwise costs a
+//! longer page walk as well as the cache miss); growing allocates new ones
+//! and copies. As `Vec`s they started wherever the allocator put them: a
+//! 2 MiB index inside the heap got no huge page at all and a grown slab
+//! only part (session 9: 6-9 cycles a microflow fewer, 129-145 instead of
+//! 138-156 with 100,000 flows; instructions unchanged). Under this VM a
+//! microflow still takes about 0.5 TLB misses that need a page walk (the
+//! host maps guest memory with small pages). Tried and dropped (session
+//! 9): one-way flows in 128 bytes (key and forward counters; a biflow's
+//! reverse counters in a second block or their own array): 24-33 more
+//! instructions a microflow (the merge's reverse-counter pointer), cycles
+//! the same or, for biflows, 9 % more; growing the index at 3/4 load
+//! instead of 1/2: 5 % more cycles (longer probes). With `BIFLOW` the hash is
 //! symmetric (computed over the endpoints in canonical order), so one
 //! probe sequence finds the forward or the reverse key; keys compare as
 //! 16-byte words. Timeouts are kept
@@ -133,12 +144,13 @@
 use super::microflowtable::{hash_key, Microflow};
 use super::record::{end_reason, Direction, FlowRecord};
 use crate::hint::prefetch;
-use crate::tables::cuckoocore::{huge_pages, huge_vec};
+use crate::tables::cuckoocore::huge_pages;
 use linerate_runtime::flow::FlowKey;
 use linerate_runtime::{Batch, ConfigureCtx, Ctx, Element, ElementClass, HandlerSpec, MAX_BATCH};
 use std::any::Any;
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
+use std::mem::MaybeUninit;
 
 /// The `FlowAggregator` element class.
 pub const CLASS: ElementClass = ElementClass {
@@ -185,25 +197,99 @@ fn same_key_reversed(a: &FlowKey, b: &FlowKey) -> bool {
     (x | y) == 0 && tail(a, false) == tail(b, true)
 }
 
-/// An empty vector with room for `n` entries, to be backed by 2 MiB pages
-/// as it fills (a random access to a table of tens of megabytes then
-/// costs a cache miss, not also a TLB miss and a page walk).
-fn huge_slab<T>(n: usize) -> Vec<T> {
-    let mut v = Vec::with_capacity(n);
-    huge_pages(v.spare_capacity_mut(), false);
-    v
+/// Types for which all-zero bytes are a valid value (integers only).
+///
+/// # Safety
+/// Implement only for types whose fields are integers or arrays of them.
+unsafe trait Zeroed: Copy {}
+
+// SAFETY: an integer.
+unsafe impl Zeroed for u64 {}
+
+/// A fixed-length, zero-filled array whose memory starts at a 2 MiB
+/// boundary and is backed by 2 MiB pages where it spans one or more (a
+/// random access to a table of tens of megabytes then costs a cache
+/// miss, not also a TLB miss and a page walk). A `Vec`'s memory starts
+/// wherever the allocator puts it, often inside the heap already mapped
+/// with 4 KiB pages: a 2 MiB index there got no huge page at all, and a
+/// grown slab only some (measured: a 4 KiB page walk every other
+/// microflow).
+struct Huge<T: Zeroed> {
+    ptr: std::ptr::NonNull<T>,
+    len: usize,
 }
 
-/// Make room for `n` entries in `v` (backed by 2 MiB pages as
-/// [`huge_slab`]; entries moved by a reallocation are folded into 2 MiB
-/// pages now).
-fn reserve_huge<T>(v: &mut Vec<T>, n: usize) {
-    if n > v.capacity() {
-        v.reserve_exact(n - v.len());
-        huge_pages(v, true);
-        huge_pages(v.spare_capacity_mut(), false);
+impl<T: Zeroed> Huge<T> {
+    const PAGE: usize = 2 << 20;
+
+    /// The allocation of `len` entries (`None` for no bytes).
+    fn layout(len: usize) -> Option<std::alloc::Layout> {
+        let bytes = len.checked_mul(std::mem::size_of::<T>())?;
+        let align = if bytes >= Self::PAGE / 2 {
+            Self::PAGE
+        } else {
+            std::mem::align_of::<T>()
+        };
+        let l = std::alloc::Layout::from_size_align(bytes.next_multiple_of(align), align);
+        (bytes > 0).then(|| l.expect("table too large"))
+    }
+
+    /// `len` all-zero entries.
+    fn new(len: usize) -> Huge<T> {
+        let Some(l) = Self::layout(len) else {
+            return Huge {
+                ptr: std::ptr::NonNull::dangling(),
+                len,
+            };
+        };
+        // SAFETY: `l` has a non-zero size.
+        let p = unsafe { std::alloc::alloc(l) };
+        let Some(ptr) = std::ptr::NonNull::new(p as *mut T) else {
+            std::alloc::handle_alloc_error(l)
+        };
+        // SAFETY: the allocation holds `l.size()` bytes; the slice of
+        // `MaybeUninit` bytes reads none of them (the advice only changes
+        // the pages backing it).
+        let raw = unsafe { std::slice::from_raw_parts(p as *const MaybeUninit<u8>, l.size()) };
+        huge_pages(raw, false);
+        // SAFETY: `len` entries fit in the allocation, aligned for `T`;
+        // all-zero bytes are a valid `T` (`Zeroed`).
+        unsafe { std::ptr::write_bytes(ptr.as_ptr(), 0, len) };
+        let v = Huge { ptr, len };
+        // Memory the allocator had mapped before keeps its 4 KiB pages
+        // unless collapsed now.
+        huge_pages(&v, true);
+        v
     }
 }
+
+impl<T: Zeroed> std::ops::Deref for Huge<T> {
+    type Target = [T];
+    fn deref(&self) -> &[T] {
+        // SAFETY: `ptr` holds `len` initialized entries (or is dangling
+        // with no bytes) and lives as long as `self`.
+        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
+    }
+}
+
+impl<T: Zeroed> std::ops::DerefMut for Huge<T> {
+    fn deref_mut(&mut self) -> &mut [T] {
+        // SAFETY: as `deref`, and `&mut self` makes the borrow unique.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.len) }
+    }
+}
+
+impl<T: Zeroed> Drop for Huge<T> {
+    fn drop(&mut self) {
+        if let Some(l) = Self::layout(self.len) {
+            // SAFETY: allocated in `new` with this layout.
+            unsafe { std::alloc::dealloc(self.ptr.as_ptr() as *mut u8, l) };
+        }
+    }
+}
+
+// SAFETY: `Huge` owns its entries like a `Box<[T]>`.
+unsafe impl<T: Zeroed + Send> Send for Huge<T> {}
 
 /// The microflow record that is packet data `b`, read in place when `b` is
 /// aligned for it (packet data is, behind its 128 bytes of headroom):
@@ -308,6 +394,9 @@ struct Flow {
     fwd: Direction,
     rev: Direction,
 }
+
+// SAFETY: integers and arrays of them.
+unsafe impl Zeroed for Flow {}
 
 impl Flow {
     /// A new flow keyed by microflow `m`'s key (its direction forward).
@@ -479,10 +568,13 @@ struct Stats {
 struct Fast {
     /// Open-addressing index: [`entry`]`(hash, slab index)` per slot, 0 =
     /// empty.
-    index: Vec<u64>,
+    index: Huge<u64>,
     mask: usize,
     len: usize,
-    flows: Vec<Flow>,
+    /// The slab: room for as many flows as the index may hold; the first
+    /// `used` have been handed out.
+    flows: Huge<Flow>,
+    used: usize,
     free: Vec<u32>,
     heap: BinaryHeap<Reverse<(u64, u64, u32)>>,
     /// `push`'s records of a batch: (hash, index in the batch).
@@ -566,10 +658,11 @@ fn make(ctx: &ConfigureCtx<'_>) -> Result<Box<dyn Element>, Vec<String>> {
     let cap = capacity.clamp(16, 1 << 30).next_power_of_two();
     let table = match imp.as_str() {
         "fast" => Table::Fast(Box::new(Fast {
-            index: huge_vec(cap, 0),
+            index: Huge::new(cap),
             mask: cap - 1,
             len: 0,
-            flows: huge_slab(cap / 2),
+            flows: Huge::new(cap / 2),
+            used: 0,
             free: Vec::new(),
             heap: BinaryHeap::new(),
             scratch: Vec::with_capacity(MAX_BATCH),
@@ -633,7 +726,7 @@ impl Fast {
     /// key or its reverse, never both), so a match is the one `find` gives.
     #[inline]
     fn is_flow_of(&self, s: u32, biflow: bool, k: &FlowKey, vlan: u16) -> Option<bool> {
-        let f = self.flows.get(s as usize)?;
+        let f = self.flows[..self.used].get(s as usize)?;
         if f.id == u64::MAX || f.vlan != vlan {
             return None;
         }
@@ -719,8 +812,9 @@ impl Fast {
                 s
             }
             None => {
-                self.flows.push(f);
-                (self.flows.len() - 1) as u32
+                self.flows[self.used] = f;
+                self.used += 1;
+                (self.used - 1) as u32
             }
         };
         self.place(entry(h, s));
@@ -744,8 +838,10 @@ impl Fast {
     fn grow(&mut self) {
         let n = self.index.len() * 2;
         let live: Vec<u64> = self.index.iter().copied().filter(|&e| e != 0).collect();
-        reserve_huge(&mut self.flows, n / 2);
-        self.index = huge_vec(n, 0);
+        let mut flows = Huge::new(n / 2);
+        flows[..self.used].copy_from_slice(&self.flows[..self.used]);
+        self.flows = flows;
+        self.index = Huge::new(n);
         self.mask = n - 1;
         for e in live {
             self.place(e);
@@ -1061,7 +1157,7 @@ impl FlowAggregator {
         match &mut self.table {
             Table::Fast(f) => {
                 if !self.flushing {
-                    f.flush_order = (0..f.flows.len() as u32)
+                    f.flush_order = (0..f.used as u32)
                         .filter(|&s| f.flows[s as usize].id != u64::MAX)
                         .collect();
                     f.flush_order

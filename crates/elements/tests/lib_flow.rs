@@ -956,13 +956,16 @@ mod differential {
             atcpend in any::<bool>(),
             bi in any::<bool>(),
             vlan in any::<bool>(),
+            small in any::<bool>(),
         ) {
             let pkts = synthetic(seed, nflows);
             let frames: Vec<Frame> = pkts.iter().map(|p| (p.t, p.frame.clone())).collect();
             let pcap = tmp(&format!("diff-{seed}.pcap"));
             write_pcap(&pcap, &frames);
             let ct = format!("SLOTS {slots}, WAYS {ways}, IDLE {idle}, ACTIVE {active}, TCPEND {tcpend}");
-            let ca = format!("IDLE {aidle}, ACTIVE {aactive}, TCPEND {atcpend}, BIFLOW {bi}, VLAN {vlan}");
+            // CAPACITY 16 makes the flow table grow (beyond 8 flows) during the run.
+            let cap = if small { 16 } else { 65536 };
+            let ca = format!("IDLE {aidle}, ACTIVE {aactive}, TCPEND {atcpend}, BIFLOW {bi}, VLAN {vlan}, CAPACITY {cap}");
             let rf = pipeline(&pcap, &ct, &ca, "fast", &format!("diff-{seed}-fast"));
             let rr = pipeline(&pcap, &ct, &ca, "reference", &format!("diff-{seed}-ref"));
             let (f, r) = (grabbed(&format!("diff-{seed}-fast")), grabbed(&format!("diff-{seed}-ref")));

@@ -204,6 +204,67 @@ fn check_ip_header_counts_every_drop_reason() {
 }
 
 #[test]
+fn check_ip_header_without_badsrc_checks_options_and_bad_packets_among_good_ones() {
+    // Without BADSRC the common headers take a separate loop up to the
+    // first packet that is bad or has options: mix both kinds in a batch.
+    let good = ip(17, &udp(1, 2, b"x"));
+    let mut opts = good.clone();
+    opts.splice(20..20, [1, 1, 1, 0]);
+    opts[0] = 0x46;
+    let tl = opts.len() as u16;
+    opts[2..4].copy_from_slice(&tl.to_be_bytes());
+    opts[10] = 0;
+    opts[11] = 0;
+    let c = csum(&opts[..24]);
+    opts[10..12].copy_from_slice(&c.to_be_bytes());
+    let mut opts_bad_sum = opts.clone();
+    opts_bad_sum[21] ^= 1;
+    let mut opts_bad_len = opts.clone();
+    opts_bad_len[2..4].copy_from_slice(&22u16.to_be_bytes());
+    let mut bad_sum = good.clone();
+    bad_sum[11] ^= 1;
+    let pkts = vec![
+        good.clone(),
+        opts.clone(),
+        good.clone(),
+        opts_bad_sum,
+        good.clone(),
+        bad_sum,
+        opts_bad_len,
+        opts.clone(),
+        good.clone(),
+    ];
+    let f = pcap("plain.pcap", &pkts);
+    let out = tmp("plain-ok.pcap");
+    let bad_out = tmp("plain-bad.pcap");
+    let r = run(&format!(
+        "FromDump({}, STOP true) -> c :: CheckIPHeader(DETAILS true) -> ToDump({}, ENCAP IP);
+         c[1] -> ToDump({}, ENCAP IP);",
+        f.display(),
+        out.display(),
+        bad_out.display()
+    ));
+    assert_eq!(read(&r, "c.drops"), "3\n");
+    assert_eq!(
+        read(&r, "c.drop_details"),
+        "0\ttiny packet\n0\tbad IP version\n0\tbad IP header length\n1\tbad IP length\n2\tbad IP checksum\n0\tbad source address\n"
+    );
+    assert_eq!(
+        records(&out),
+        vec![
+            good.clone(),
+            opts.clone(),
+            good.clone(),
+            good.clone(),
+            opts,
+            good.clone()
+        ]
+    );
+    let bad: Vec<_> = pkts[3..7].iter().filter(|p| **p != good).cloned().collect();
+    assert_eq!(records(&bad_out), bad);
+}
+
+#[test]
 fn check_ip_header_without_output_1_drops_and_has_no_details_by_default() {
     let mut bad_sum = ip(6, &tcp(1, 2, 3, 4, 0x10, 5, b""));
     bad_sum[10] ^= 0x80;

@@ -150,6 +150,48 @@ fn every_length_is_copied_exactly_including_records_larger_than_the_buffer() {
     assert_eq!(sink.bytes()[24..], expect[..]);
 }
 
+#[cfg(target_endian = "little")]
+#[test]
+fn write_buffered_stops_at_the_first_record_that_does_not_fit() {
+    let sink = Shared::default();
+    let mut w = PcapWriter::new(sink.clone(), LinkType::ETHERNET, 100, false).unwrap();
+    let mut expect = Vec::new();
+    // Batches of records of 0-130 bytes (cut to the 100-byte snaplen) that
+    // fill the 256 KiB buffer many times over; what `write_buffered` leaves
+    // goes through `write`, as ToDump does.
+    let recs: Vec<(u64, u32, Vec<u8>)> = (0..40_000usize)
+        .map(|i| {
+            let n = i * 37 % 131;
+            let data = (0..n).map(|j| (i * 7 + j * 13) as u8).collect();
+            (1_000_000_007 * i as u64, n as u32 + (i % 3) as u32, data)
+        })
+        .collect();
+    let (mut total, mut stopped) = (0u64, 0);
+    for batch in recs.chunks(64) {
+        let (n, bytes) = w.write_buffered(batch.iter().map(|(t, o, d)| (*t, *o, &d[..])));
+        assert_eq!(
+            bytes,
+            batch[..n].iter().map(|r| r.2.len() as u64).sum::<u64>()
+        );
+        total += n as u64;
+        stopped += usize::from(n < batch.len());
+        for (t, o, d) in &batch[n..] {
+            w.write(*t, *o, d).unwrap();
+            total += 1;
+        }
+        for (t, o, d) in batch {
+            let mut r = record(*t, *o, &d[..d.len().min(100)]);
+            r[12..16].copy_from_slice(&(*o).max(d.len() as u32).to_le_bytes());
+            expect.extend(r);
+        }
+    }
+    w.flush().unwrap();
+    assert!(stopped > 5, "the buffer filled only {stopped} times");
+    assert_eq!(total, 40_000);
+    assert_eq!(w.count(), 40_000);
+    assert_eq!(sink.bytes()[24..], expect[..]);
+}
+
 /// A sink that accepts `budget` bytes, then fails until given more.
 #[derive(Clone)]
 struct Failing(Arc<Mutex<(Vec<u8>, usize)>>);

@@ -422,7 +422,7 @@ impl Packet {
     #[inline]
     pub fn data_mut(&mut self) -> &mut [u8] {
         if self.is_shared() {
-            self.make_unique(0, 0);
+            self.unshare();
         }
         self.data_mut_unchecked()
     }
@@ -456,11 +456,10 @@ impl Packet {
         // copy, the two header offsets moved, four fields stored.
         let m = self.m.as_ptr();
         // SAFETY: the handle owns its live block.
-        let (borrowed, pool, old_hr, len) = unsafe {
+        let (borrowed, pool, len) = unsafe {
             (
                 (*m).external != 0 || !(*m).owner.is_null(),
                 (*m).kind == KIND_POOL,
-                (*m).data as usize - (*m).head as usize,
                 (*m).len as usize,
             )
         };
@@ -469,19 +468,7 @@ impl Packet {
             // SAFETY: the block is ours; its area is unused and does not
             // overlap the (external or owner's) data being copied.
             unsafe {
-                let area = (m as *mut u8).add(META_SIZE);
-                let keep = old_hr.min(hr);
-                copy_chunked((*m).data.sub(keep), area.add(hr - keep), keep + len);
-                let delta = hr as isize - old_hr as isize;
-                if delta != 0 {
-                    let a = &mut (*m).anno;
-                    a.network_header = shift_header(a.network_header, delta);
-                    a.transport_header = shift_header(a.transport_header, delta);
-                }
-                (*m).head = area;
-                (*m).data = area.add(hr);
-                (*m).cap = AREA as u32;
-                (*m).external = 0;
+                self.copy_into_own_block(hr);
                 let owner = std::mem::replace(&mut (*m).owner, ptr::null_mut());
                 if !owner.is_null() {
                     with_cache(|c| unref_block(c, owner));
@@ -490,6 +477,67 @@ impl Packet {
             return;
         }
         self.make_unique_realloc(headroom, tailroom);
+    }
+
+    /// [`make_unique`](Self::make_unique) for [`data_mut`](Self::data_mut):
+    /// no room asked for, so the room test folds to a length test; and the
+    /// usual case, an external view copied into its own pool block, is a
+    /// leaf that saves no registers (clones, which drop a reference, and
+    /// everything else go to `make_unique`). Measured on the issue 3
+    /// pipeline (one copy a packet, session 9): 489.3 to 466.3
+    /// instructions a packet, and 6 more fewer from moving the header
+    /// offsets with one saturating add each.
+    #[inline(never)]
+    fn unshare(&mut self) {
+        let m = self.m.as_ptr();
+        // SAFETY: the handle owns its live block.
+        let (view, pool, len) = unsafe {
+            (
+                (*m).external != 0 && (*m).owner.is_null(),
+                (*m).kind == KIND_POOL,
+                (*m).len as usize,
+            )
+        };
+        if view && pool && HEADROOM + len <= AREA {
+            // SAFETY: the block is ours; its area is unused and does not
+            // overlap the external data being copied.
+            unsafe { self.copy_into_own_block(HEADROOM) };
+            return;
+        }
+        self.make_unique(0, 0);
+    }
+
+    /// Copies the data (and as much of the headroom in front of it as `hr`
+    /// holds) into this block's own buffer at headroom `hr`, moves the two
+    /// header offsets, and makes the buffer the packet's.
+    ///
+    /// # Safety
+    /// The packet's data is external or a clone's (the block's own area is
+    /// unused) and `hr + len <= AREA` in a pool block.
+    #[inline(always)]
+    unsafe fn copy_into_own_block(&mut self, hr: usize) {
+        let m = self.m.as_ptr();
+        let old_hr = (*m).data as usize - (*m).head as usize;
+        let len = (*m).len as usize;
+        let area = (m as *mut u8).add(META_SIZE);
+        let keep = old_hr.min(hr);
+        copy_chunked((*m).data.sub(keep), area.add(hr - keep), keep + len);
+        let a = &mut (*m).anno;
+        if let Some(up) = hr.checked_sub(old_hr) {
+            // Moved away from the head (the usual case): an offset past
+            // the field's range, [`NO_HEADER`] included, becomes unset.
+            let shift = |h: u16| (usize::from(h) + up).min(usize::from(NO_HEADER)) as u16;
+            a.network_header = shift(a.network_header);
+            a.transport_header = shift(a.transport_header);
+        } else {
+            let delta = hr as isize - old_hr as isize;
+            a.network_header = shift_header(a.network_header, delta);
+            a.transport_header = shift_header(a.transport_header, delta);
+        }
+        (*m).head = area;
+        (*m).data = area.add(hr);
+        (*m).cap = AREA as u32;
+        (*m).external = 0;
     }
 
     /// [`make_unique`](Self::make_unique) into a new buffer: the packet's

@@ -57,7 +57,14 @@
 //! `DST_IP` is written with one store. Measured (session 7) on the
 //! 20M-frame trace, `FromDump -> Strip(14) -> CheckIPHeader -> Discard`:
 //! 221 to 195 instructions per packet (CheckIPHeader alone about 108 to
-//! 82), about 55 to 51 user cycles.
+//! 82), about 55 to 51 user cycles. Session 9: without `BADSRC` the
+//! batch is first checked by a loop that takes only 20-byte headers and
+//! so calls nothing out of line (the calls for options and `BADSRC` kept
+//! its values in callee-saved registers and on the stack), in a function
+//! of its own so that it has the registers to itself; it stops at the
+//! first packet that is bad or has options, and the full check goes on
+//! from there: 17.5 instructions a packet fewer in the issue 3 pipeline,
+//! 20 in `... -> CheckIPHeader -> AggregateIPFlows`.
 
 use super::util::set_ip_header;
 use linerate_runtime::anno::offsets;
@@ -89,6 +96,8 @@ const BAD_HLEN: u8 = 2;
 const BAD_IP_LEN: u8 = 3;
 const BAD_CHECKSUM: u8 = 4;
 const BAD_SADDR: u8 = 5;
+/// Not a reason: a header with options, left to the full check.
+const NOT_PLAIN: u8 = u8::MAX;
 
 pub(crate) struct CheckIPHeader {
     name: String,
@@ -245,8 +254,11 @@ fn header_sum_ok(h: &[u8; 20], options: &[u8]) -> bool {
 
 impl CheckIPHeader {
     /// Checks one packet; on success sets its annotations and trims it.
+    /// `PLAIN` (only without `BADSRC`): a header with options is not
+    /// checked but reported as [`NOT_PLAIN`], so that the loop calls
+    /// nothing out of line. A packet is changed only when it passes.
     #[inline(always)]
-    fn check(&self, p: &mut Packet) -> Result<(), u8> {
+    fn check<const PLAIN: bool>(&self, p: &mut Packet) -> Result<(), u8> {
         let off = self.offset;
         let d = p.data();
         let plen = match d.len().checked_sub(off) {
@@ -263,6 +275,9 @@ impl CheckIPHeader {
             return Err(BAD_HLEN);
         }
         let len = usize::from(u16::from_be_bytes([h[2], h[3]]));
+        if PLAIN && hlen != 20 {
+            return Err(NOT_PLAIN);
+        }
         if len > plen || len < hlen {
             return Err(BAD_IP_LEN);
         }
@@ -270,7 +285,7 @@ impl CheckIPHeader {
             return Err(BAD_CHECKSUM);
         }
         let dst = [h[16], h[17], h[18], h[19]];
-        if !self.bad_src.is_empty() && self.bad_source(h) {
+        if !PLAIN && !self.bad_src.is_empty() && self.bad_source(h) {
             return Err(BAD_SADDR);
         }
         set_ip_header(p, off, hlen);
@@ -281,6 +296,17 @@ impl CheckIPHeader {
         p.anno_mut()
             .set_u32(offsets::DST_IP, u32::from_ne_bytes(dst));
         Ok(())
+    }
+
+    /// Checks packets with 20-byte headers (without `BADSRC`) up to the
+    /// first that is bad or has options, and returns its index. Out of
+    /// line, so that its loop has the registers to itself (inlined into
+    /// `run`, it kept its index and the batch on the stack).
+    #[inline(never)]
+    fn plain_prefix(&self, batch: &mut Batch) -> Option<usize> {
+        batch
+            .iter_mut()
+            .position(|p| self.check::<true>(p).is_err())
     }
 
     /// Click's `BADSRC`/`GOODDST` test (out of line: most configurations
@@ -306,12 +332,23 @@ impl CheckIPHeader {
 
     pub(crate) fn run(&mut self, mut batch: Batch, ctx: &mut Ctx<'_>) -> Batch {
         // Up to the first bad packet (usually the whole batch), a loop with
-        // nothing else to do.
+        // nothing else to do: without `BADSRC`, first one that calls nothing
+        // out of line, up to the first packet that is bad or has options;
+        // from there the full check.
         let this = &*self;
+        let plain = if this.bad_src.is_empty() {
+            match this.plain_prefix(&mut batch) {
+                Some(i) => i,
+                None => return batch,
+            }
+        } else {
+            0
+        };
         let Some((first, reason)) = batch
             .iter_mut()
             .enumerate()
-            .find_map(|(i, p)| this.check(p).err().map(|r| (i, r)))
+            .skip(plain)
+            .find_map(|(i, p)| this.check::<false>(p).err().map(|r| (i, r)))
         else {
             return batch;
         };
@@ -321,7 +358,7 @@ impl CheckIPHeader {
         marked.resize(batch.len(), false);
         marked[first] = true;
         for (i, p) in batch.iter_mut().enumerate().skip(first + 1) {
-            if let Err(r) = self.check(p) {
+            if let Err(r) = self.check::<false>(p) {
                 self.note_drop(r);
                 marked[i] = true;
             }

@@ -32,6 +32,10 @@
 //! the same without the swaps); longer headers use `linerate_wire`'s
 //! checksum. Shared or view packets
 //! are copied into their own buffer first (no heap allocation).
+//! Session 9: the loop tests a 20-byte header with one length test and
+//! sums it as two 64-bit words and one 32-bit word with end-around
+//! carries; headers with options and bad packets are handled out of line
+//! (issue 3 pipeline: 452.5 to 440.4 instructions a packet).
 
 use super::util::nh_offset;
 use linerate_runtime::{Batch, ConfigureCtx, Ctx, Element, ElementClass, Packet};
@@ -69,27 +73,38 @@ fn header(p: &Packet) -> Option<(usize, usize)> {
     (hlen >= 20 && hlen <= ip.len()).then_some((nh, hlen))
 }
 
+/// A packet with IP options or bad lengths (out of line: rare): sets the
+/// checksum of the former; counts the latter and returns true.
+#[cold]
+#[inline(never)]
+fn options(p: &mut Packet, bad: &mut u64) -> bool {
+    let Some((nh, hlen)) = header(p) else {
+        *bad += 1;
+        return true;
+    };
+    let ip = &mut p.data_mut()[nh..nh + hlen];
+    ip[10] = 0;
+    ip[11] = 0;
+    let c = (!super::util::ip_header_sum(ip)).to_be_bytes();
+    ip[10..12].copy_from_slice(&c);
+    false
+}
+
 impl Element for SetIPChecksum {
     fn action(&mut self, mut batch: Batch, _ctx: &mut Ctx<'_>) -> Batch {
         let mut bad = 0u64;
-        let out = super::util::partition(&mut batch, |p| match header(p) {
-            Some((nh, hlen)) => {
-                let ip = &mut p.data_mut()[nh..nh + hlen];
-                let c = match <&mut [u8; 20]>::try_from(&mut *ip) {
-                    Ok(h) => super::util::ip_header_checksum(h),
-                    Err(_) => {
-                        ip[10] = 0;
-                        ip[11] = 0;
-                        (!super::util::ip_header_sum(ip)).to_be_bytes()
+        let out = super::util::partition(&mut batch, |p| {
+            // The common 20-byte header first, with one length test.
+            if let Some(nh) = nh_offset(p).filter(|&nh| p.len() - nh >= 20) {
+                if p.data()[nh] & 15 == 5 {
+                    if let Ok(h) = <&mut [u8; 20]>::try_from(&mut p.data_mut()[nh..nh + 20]) {
+                        let c = super::util::ip_header_checksum(h);
+                        h[10..12].copy_from_slice(&c);
                     }
-                };
-                ip[10..12].copy_from_slice(&c);
-                false
+                    return false;
+                }
             }
-            None => {
-                bad += 1;
-                true
-            }
+            options(p, &mut bad)
         });
         if bad > 0 {
             if self.drops == 0 {

@@ -122,6 +122,43 @@ impl PcapWriter {
         self.used = 24;
     }
 
+    /// Appends records from `recs` (each as for [`PcapWriter::write`]) to the
+    /// buffer while they fit, and stops at the first that does not, which is
+    /// taken from `recs` but not written (pass it and the rest to
+    /// [`PcapWriter::write`]). Returns how many were written and the sum of
+    /// their data lengths before the snaplen cut. The loop never flushes, so
+    /// it keeps the buffer's position and settings in locals (the
+    /// per-record `write` reloaded them after each record's stores).
+    #[inline]
+    pub fn write_buffered<'a>(
+        &mut self,
+        recs: impl Iterator<Item = (u64, u32, &'a [u8])>,
+    ) -> (usize, u64) {
+        let snaplen = self.snaplen as usize;
+        let nanosecond = self.nanosecond;
+        let buf = &mut self.buf[..];
+        let mut used = self.used;
+        let (mut n, mut bytes) = (0usize, 0u64);
+        for (ts_ns, orig_len, data) in recs {
+            let caplen = data.len().min(snaplen);
+            let Some(rec) = buf.get_mut(used..used + 16 + caplen) else {
+                break;
+            };
+            // Two 8-byte stores (one 16-byte store of a header built on the
+            // stack stalled on store forwarding).
+            let h = record_header(ts_ns, orig_len, data.len(), caplen, nanosecond);
+            rec[..8].copy_from_slice(&h[0]);
+            rec[8..16].copy_from_slice(&h[1]);
+            copy_short(&mut rec[16..], &data[..caplen]);
+            used += 16 + caplen;
+            n += 1;
+            bytes += data.len() as u64;
+        }
+        self.used = used;
+        self.count += n as u64;
+        (n, bytes)
+    }
+
     /// Writes one record: timestamp `ts_ns` (nanoseconds since the epoch; cut to
     /// microseconds in a microsecond file, seconds stored modulo 2^32), original length
     /// `orig_len` (raised to `data.len()` if smaller, so caplen never exceeds it), and
@@ -129,16 +166,7 @@ impl PcapWriter {
     #[inline]
     pub fn write(&mut self, ts_ns: u64, orig_len: u32, data: &[u8]) -> io::Result<()> {
         let caplen = data.len().min(self.snaplen as usize);
-        let sec = (ts_ns / 1_000_000_000) as u32;
-        let sub_ns = (ts_ns % 1_000_000_000) as u32;
-        let frac = if self.nanosecond {
-            sub_ns
-        } else {
-            sub_ns / 1000
-        };
-        let len = orig_len.max(u32::try_from(data.len()).unwrap_or(u32::MAX));
-        // caplen <= snaplen <= u32::MAX.
-        let header = [pair(sec, frac), pair(caplen as u32, len)];
+        let header = record_header(ts_ns, orig_len, data.len(), caplen, self.nanosecond);
         let data = &data[..caplen];
         let at = self.used;
         if self.buf.len() - at < 16 + caplen {
@@ -228,6 +256,23 @@ impl Drop for PcapWriter {
     fn drop(&mut self) {
         let _ = self.flush();
     }
+}
+
+/// A record's 16-byte header (see [`PcapWriter::write`]).
+#[inline(always)]
+fn record_header(
+    ts_ns: u64,
+    orig_len: u32,
+    data_len: usize,
+    caplen: usize,
+    nanosecond: bool,
+) -> [[u8; 8]; 2] {
+    let sec = (ts_ns / 1_000_000_000) as u32;
+    let sub_ns = (ts_ns % 1_000_000_000) as u32;
+    let frac = if nanosecond { sub_ns } else { sub_ns / 1000 };
+    let len = orig_len.max(u32::try_from(data_len).unwrap_or(u32::MAX));
+    // caplen <= snaplen <= u32::MAX.
+    [pair(sec, frac), pair(caplen as u32, len)]
 }
 
 /// The bytes of `a` then those of `b`, each in host order, as one word.

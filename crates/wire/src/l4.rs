@@ -324,10 +324,10 @@ pub fn parse(frame: &[u8]) -> Result<Parsed, Reason> {
 }
 
 /// [`parse`] of a common frame, `None` for any other (which [`parse`]
-/// then parses, or rejects with its reason): Ethernet with at most one
-/// tag, then IPv4 with a 20-byte header or IPv6 whose next header is not
-/// an extension, the fixed header and four bytes after it inside the
-/// frame, the IP length within the frame, and a protocol other than ICMP
+/// then parses, or rejects with its reason): a frame of at least 42 bytes,
+/// Ethernet with at most one tag, then IPv4 with a 20-byte header or IPv6
+/// whose next header is not an extension, the fixed header and four bytes
+/// after it inside the frame, the IP length within the frame, and a protocol other than ICMP
 /// and ICMPv6 (their ports are read differently). Calls nothing, so a
 /// loop around it keeps its values in registers. Same result
 /// as the general path for those frames (a property test compares them).
@@ -338,7 +338,9 @@ pub fn parse_common(frame: &[u8]) -> Option<Parsed> {
     const TAG_AD: u16 = u16::from_ne_bytes([0x88, 0xa8]);
     const IPV4: u16 = u16::from_ne_bytes([0x08, 0x00]);
     const IPV6: u16 = u16::from_ne_bytes([0x86, 0xdd]);
-    let head: &[u8; 18] = frame.get(..18)?.try_into().ok()?;
+    // 42 bytes hold the link header, one tag and an IPv4 header with the
+    // ports: one length test for both offsets.
+    let head: &[u8; 42] = frame.get(..42)?.try_into().ok()?;
     let ne16 = |i: usize| u16::from_ne_bytes([head[i], head[i + 1]]);
     let outer = ne16(12);
     let (off, tci, et) = if outer == TAG_Q || outer == TAG_AD {
@@ -347,7 +349,7 @@ pub fn parse_common(frame: &[u8]) -> Option<Parsed> {
         (14, 0, outer)
     };
     if et == IPV4 {
-        let ip: &[u8; 24] = frame.get(off..off + 24)?.try_into().ok()?;
+        let ip: &[u8; 24] = head[off..off + 24].try_into().ok()?;
         let total = usize::from(u16::from_be_bytes([ip[2], ip[3]]));
         // Version 4, IHL 5; 20 <= total length <= what the frame holds.
         if ip[0] != 0x45 || total.wrapping_sub(20) > frame.len() - off - 20 {

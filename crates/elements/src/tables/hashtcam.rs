@@ -95,7 +95,7 @@
 //! deletes touch one table per entry (no rebuild) and run between
 //! batches, so rules change while traffic flows. Packets go to their output's batch and drops (no rule,
 //! no key) to one more batch, released together, so the split has no
-//! branch on a packet's fate; up to 8 such batches the split counts each
+//! branch on a packet's fate; up to 8 such batches `Batch::split_into` counts each
 //! output's packets first, reserves their room and writes every packet to
 //! its output's next place (no capacity check or length update a packet).
 //! The key loop prefetches the data of the packet four ahead, and writes
@@ -1155,59 +1155,6 @@ fn ipv4_words(d: &[u8], p: &Packet) -> Option<(Words, usize)> {
     Some((w, hl))
 }
 
-/// Outputs (drops included) up to which `split` counts first.
-const SPLIT_MAX: usize = 8;
-
-/// Move every packet of `batch` to `outs[out[i]]`, in order (`out`: one
-/// entry a packet, each below `outs.len()`). Up to `SPLIT_MAX` outputs the
-/// packets are counted per output first, room reserved, and each packet
-/// written to its output's next free place: no capacity check, length
-/// update or bounds check a packet (`Vec::push` a packet, with the
-/// output's length read back from memory, cost HashTCAM's cached path about
-/// 13 cycles of 81 a packet).
-#[inline]
-fn split(mut batch: Batch, out: &[u32], outs: &mut [Batch]) {
-    assert_eq!(batch.len(), out.len());
-    if outs.len() > SPLIT_MAX {
-        for (p, &o) in batch.into_iter().zip(out) {
-            outs[o as usize].push(p);
-        }
-        return;
-    }
-    let mut count = [0usize; SPLIT_MAX];
-    let count = &mut count[..outs.len()];
-    // Panics (before anything moves) if an output is out of range.
-    for &o in out {
-        count[o as usize] += 1;
-    }
-    let mut next = [std::ptr::null_mut::<Packet>(); SPLIT_MAX];
-    for ((n, b), &c) in next.iter_mut().zip(outs.iter_mut()).zip(&*count) {
-        let v = b.vec_mut();
-        v.reserve(c);
-        // SAFETY: `len` is within the allocation (one past its end at most).
-        *n = unsafe { v.as_mut_ptr().add(v.len()) };
-    }
-    let v = batch.vec_mut();
-    // SAFETY: every packet is read once and written once, to a place of
-    // the spare room reserved above (`count[o]` places for the packets of
-    // output `o`, all `o < outs.len()`, checked by the count); the batch's
-    // length is then 0, so it drops none of them, and each output's length
-    // grows by its count, so it owns exactly the packets written to it.
-    // Nothing between the reads and the length updates can panic.
-    unsafe {
-        for (p, &o) in v.iter().zip(out) {
-            let n = next.get_unchecked_mut(o as usize);
-            n.write(std::ptr::read(p));
-            *n = n.add(1);
-        }
-        v.set_len(0);
-        for (b, &c) in outs.iter_mut().zip(&*count) {
-            let v = b.vec_mut();
-            v.set_len(v.len() + c);
-        }
-    }
-}
-
 fn make(ctx: &ConfigureCtx<'_>) -> Result<Box<dyn Element>, Vec<String>> {
     let mut a = linerate_args::Args::new(&ctx.args);
     let offset: Option<usize> = a.read("OFFSET");
@@ -1332,7 +1279,7 @@ impl Element for HashTcam {
                 }
             }
         }
-        split(batch, &self.out, &mut self.outs);
+        batch.split_into(&self.out, &mut self.outs);
         self.bad += bad as u64;
         self.misses += misses as u64;
         // The drops released together (one pool access, not one a packet).
@@ -1426,36 +1373,6 @@ mod tests {
             if let Some((w, h)) = fast {
                 prop_assert_eq!(h, hl);
                 prop_assert_eq!(Some(w), slow);
-            }
-        }
-
-        /// `split` moves every packet to its output, in order, counting
-        /// first (up to `SPLIT_MAX` outputs) or pushing one by one (past
-        /// it), onto outputs that may already hold packets.
-        #[test]
-        fn split_keeps_every_packet_in_order(
-            n in 1usize..12,
-            sel in prop::collection::vec(any::<u32>(), 0..200),
-            held in 0usize..3,
-        ) {
-            let out: Vec<u32> = sel.iter().map(|&o| o % n as u32).collect();
-            let id = |p: &Packet| u32::from_le_bytes(p.data()[..4].try_into().unwrap());
-            let mut batch = Batch::new();
-            for i in 0..out.len() {
-                batch.push(Packet::from_slice(&(i as u32).to_le_bytes()));
-            }
-            let mut outs: Vec<Batch> = (0..n).map(|_| Batch::new()).collect();
-            for b in &mut outs {
-                for _ in 0..held {
-                    b.push(Packet::from_slice(&u32::MAX.to_le_bytes()));
-                }
-            }
-            split(batch, &out, &mut outs);
-            for (k, b) in outs.iter().enumerate() {
-                let got: Vec<u32> = b.iter().map(id).collect();
-                let mut want = vec![u32::MAX; held];
-                want.extend((0..out.len() as u32).filter(|&i| out[i as usize] == k as u32));
-                prop_assert_eq!(got, want);
             }
         }
     }

@@ -203,20 +203,27 @@ fn check_ip_header_counts_every_drop_reason() {
     assert_eq!(bad, pkts[1..8].to_vec());
 }
 
+/// `p` (an IPv4 packet with a 20-byte header) with 4 bytes of options
+/// (NOP NOP NOP EOL), its lengths and header checksum fixed.
+fn with_options(p: &[u8]) -> Vec<u8> {
+    let mut q = p.to_vec();
+    q.splice(20..20, [1, 1, 1, 0]);
+    q[0] = 0x46;
+    let tl = q.len() as u16;
+    q[2..4].copy_from_slice(&tl.to_be_bytes());
+    q[10] = 0;
+    q[11] = 0;
+    let c = csum(&q[..24]);
+    q[10..12].copy_from_slice(&c.to_be_bytes());
+    q
+}
+
 #[test]
 fn check_ip_header_without_badsrc_checks_options_and_bad_packets_among_good_ones() {
     // Without BADSRC the common headers take a separate loop up to the
     // first packet that is bad or has options: mix both kinds in a batch.
     let good = ip(17, &udp(1, 2, b"x"));
-    let mut opts = good.clone();
-    opts.splice(20..20, [1, 1, 1, 0]);
-    opts[0] = 0x46;
-    let tl = opts.len() as u16;
-    opts[2..4].copy_from_slice(&tl.to_be_bytes());
-    opts[10] = 0;
-    opts[11] = 0;
-    let c = csum(&opts[..24]);
-    opts[10..12].copy_from_slice(&c.to_be_bytes());
+    let opts = with_options(&good);
     let mut opts_bad_sum = opts.clone();
     opts_bad_sum[21] ^= 1;
     let mut opts_bad_len = opts.clone();
@@ -469,19 +476,10 @@ fn dec_ip_ttl_multicast_false_and_active_false() {
 
 #[test]
 fn set_ip_checksum_repairs_headers_with_options() {
-    let mut p = ip(17, &udp(1, 2, b"data"));
-    // Add 4 bytes of options (NOP NOP NOP EOL) and fix the lengths.
-    p.splice(20..20, [1, 1, 1, 0]);
-    p[0] = 0x46;
-    let tl = p.len() as u16;
-    p[2..4].copy_from_slice(&tl.to_be_bytes());
+    let want = with_options(&ip(17, &udp(1, 2, b"data")));
+    let mut p = want.clone();
     p[10] = 0xde;
     p[11] = 0xad;
-    let mut want = p.clone();
-    want[10] = 0;
-    want[11] = 0;
-    let c = csum(&want[..24]);
-    want[10..12].copy_from_slice(&c.to_be_bytes());
     let short = vec![0x45, 0, 0, 20, 0, 0];
     let f = pcap("sum.pcap", &[p, short]);
     let out = tmp("sum-out.pcap");

@@ -21,6 +21,34 @@ const RECYCLE_MAX: usize = 64;
 /// Outputs up to which [`Batch::split_into`] counts first.
 pub const SPLIT_COUNTED_MAX: usize = 8;
 
+/// An output number as elements keep them per packet ([`Batch::split_into`]):
+/// `u8`, `u16` or `u32`.
+pub trait OutputIndex: Copy {
+    /// The number as an index.
+    fn index(self) -> usize;
+}
+
+impl OutputIndex for u8 {
+    #[inline(always)]
+    fn index(self) -> usize {
+        usize::from(self)
+    }
+}
+
+impl OutputIndex for u16 {
+    #[inline(always)]
+    fn index(self) -> usize {
+        usize::from(self)
+    }
+}
+
+impl OutputIndex for u32 {
+    #[inline(always)]
+    fn index(self) -> usize {
+        self as usize
+    }
+}
+
 thread_local! {
     static VECS: UnsafeCell<Vec<Vec<Packet>>> = const { UnsafeCell::new(Vec::new()) };
 }
@@ -186,11 +214,11 @@ impl Batch {
     /// packet (a `push` a packet, with the output's length read back from
     /// memory, cost HashTCAM's cached path about 13 cycles of 81 a packet,
     /// session 9). Beyond that, one push a packet.
-    pub fn split_into(mut self, out: &[u32], outs: &mut [Batch]) {
+    pub fn split_into<O: OutputIndex>(mut self, out: &[O], outs: &mut [Batch]) {
         assert_eq!(self.v.len(), out.len(), "one output a packet");
         if outs.len() > SPLIT_COUNTED_MAX {
             for (p, &o) in self.v.drain(..).zip(out) {
-                outs[o as usize].v.push(p);
+                outs[o.index()].v.push(p);
             }
             return;
         }
@@ -198,7 +226,7 @@ impl Batch {
         let count = &mut count[..outs.len()];
         // Panics (before anything moves) if an output is out of range.
         for &o in out {
-            count[o as usize] += 1;
+            count[o.index()] += 1;
         }
         let mut next = [std::ptr::null_mut::<Packet>(); SPLIT_COUNTED_MAX];
         for ((n, b), &c) in next.iter_mut().zip(outs.iter_mut()).zip(&*count) {
@@ -215,7 +243,7 @@ impl Batch {
         // can panic.
         unsafe {
             for (p, &o) in self.v.iter().zip(out) {
-                let n = next.get_unchecked_mut(o as usize);
+                let n = next.get_unchecked_mut(o.index());
                 n.write(std::ptr::read(p));
                 *n = n.add(1);
             }
@@ -344,7 +372,7 @@ mod tests {
         let mut batch = Batch::new();
         batch.push(Packet::from_slice(&[1]));
         let mut outs = vec![Batch::new(), Batch::new()];
-        batch.split_into(&[2], &mut outs);
+        batch.split_into(&[2u8], &mut outs);
     }
 
     fn b(vals: &[u8]) -> Batch {

@@ -83,7 +83,7 @@
 //! Measured (session 9, `perf stat -e instructions:u`, 20 M packets of the
 //! benchmark mix, `MemoryReplay -> Discard` subtracted): 122 instructions
 //! a packet with one loop around the general parser (inlined, but with
-//! calls to its rare paths, so the loop kept its values on the stack), 96
+//! calls to its rare paths, so the loop kept its values on the stack), 95
 //! with the call-free common pass. `linerate bench elements --runs 5
 //! L4Parser`, two interleaved rounds on a loaded machine (load average
 //! 5.2): mix 8.64 / 8.55 -> 7.08 / 7.02 ns (116 -> 142 Mpps), IPv4/UDP only

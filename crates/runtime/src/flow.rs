@@ -217,12 +217,12 @@ pub fn key_words(p: &Packet, rules: KeyRules) -> Option<KeyRead<'_>> {
     } else {
         ports(l4, proto)
     };
-    let vlan = if rules.vlan {
-        u64::from(p.anno().u16(offsets::VLAN_TCI) & 0x0fff) << 48
+    let tci = if rules.vlan {
+        p.anno().u16(offsets::VLAN_TCI)
     } else {
         0
     };
-    w[4] |= ports | u64::from(proto) << 32 | vlan;
+    w[4] |= key_tail(ports, proto, tci);
     Some(KeyRead {
         words: w,
         ip_len,
@@ -255,6 +255,15 @@ pub fn ports(l4: &[u8], proto: u8) -> u64 {
     } else {
         0
     }
+}
+
+/// What the last of the [`KeyWords`] carries besides the version: the
+/// ports (as [`ports`] gives them) in bits 0-31, the protocol in
+/// bits 32-39 and the VLAN id of `vlan_tci` in bits 48-59 (pass 0 where
+/// the key has no VLAN).
+#[inline(always)]
+pub fn key_tail(ports: u64, proto: u8, vlan_tci: u16) -> u64 {
+    ports | u64::from(proto) << 32 | u64::from(vlan_tci & 0x0fff) << 48
 }
 
 /// The ports of a TCP, UDP or SCTP-like header (at least 4 bytes): source

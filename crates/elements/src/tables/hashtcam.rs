@@ -128,7 +128,9 @@
 use super::cuckoocore::flow_key;
 use crate::hint::prefetch;
 use linerate_runtime::anno::{offsets, NO_HEADER};
-use linerate_runtime::flow::{ipv4_address_words, key_words, ports, FlowKey, KeyRules, KeyWords};
+use linerate_runtime::flow::{
+    ipv4_address_words, key_tail, key_words, ports, FlowKey, KeyRules, KeyWords,
+};
 use linerate_runtime::{Batch, ConfigureCtx, Ctx, Element, ElementClass, HandlerSpec, Packet};
 use std::any::Any;
 use std::collections::BTreeMap;
@@ -1151,7 +1153,7 @@ fn ipv4_words(d: &[u8], p: &Packet) -> Option<(Words, usize)> {
         a => a,
     };
     let mut w = ipv4_address_words(h);
-    w[4] |= u64::from(proto) << 32 | ports(&d[hl..], proto);
+    w[4] |= key_tail(ports(&d[hl..], proto), proto, 0);
     Some((w, hl))
 }
 

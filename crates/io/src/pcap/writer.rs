@@ -144,12 +144,8 @@ impl PcapWriter {
             let Some(rec) = buf.get_mut(used..used + 16 + caplen) else {
                 break;
             };
-            // Two 8-byte stores (one 16-byte store of a header built on the
-            // stack stalled on store forwarding).
             let h = record_header(ts_ns, orig_len, data.len(), caplen, nanosecond);
-            rec[..8].copy_from_slice(&h[0]);
-            rec[8..16].copy_from_slice(&h[1]);
-            copy_short(&mut rec[16..], &data[..caplen]);
+            put_record(rec, &h, &data[..caplen]);
             used += 16 + caplen;
             n += 1;
             bytes += data.len() as u64;
@@ -172,10 +168,7 @@ impl PcapWriter {
         if self.buf.len() - at < 16 + caplen {
             return self.write_slow(header, data);
         }
-        let rec = &mut self.buf[at..at + 16 + caplen];
-        rec[..8].copy_from_slice(&header[0]);
-        rec[8..16].copy_from_slice(&header[1]);
-        copy_short(&mut rec[16..], data);
+        put_record(&mut self.buf[at..at + 16 + caplen], &header, data);
         self.used = at + 16 + caplen;
         self.count += 1;
         Ok(())
@@ -273,6 +266,16 @@ fn record_header(
     let len = orig_len.max(u32::try_from(data_len).unwrap_or(u32::MAX));
     // caplen <= snaplen <= u32::MAX.
     [pair(sec, frac), pair(caplen as u32, len)]
+}
+
+/// Stores a record (`header`, then `data`) into `rec`, 16 bytes longer
+/// than `data`: the header as two 8-byte stores (one 16-byte store of a
+/// header built on the stack stalled on store forwarding).
+#[inline(always)]
+fn put_record(rec: &mut [u8], header: &[[u8; 8]; 2], data: &[u8]) {
+    rec[..8].copy_from_slice(&header[0]);
+    rec[8..16].copy_from_slice(&header[1]);
+    copy_short(&mut rec[16..], data);
 }
 
 /// The bytes of `a` then those of `b`, each in host order, as one word.

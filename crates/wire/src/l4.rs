@@ -425,9 +425,11 @@ fn common_l4_min(proto: u8) -> Option<usize> {
     }
 }
 
-/// [`parse`] of any frame: the general path, out of line.
+/// [`parse`] of any frame: the general path, out of line. For a frame
+/// [`parse_common`] declined, this is [`parse`] without trying the common
+/// path again.
 #[inline(never)]
-fn parse_general(frame: &[u8]) -> Result<Parsed, Reason> {
+pub fn parse_general(frame: &[u8]) -> Result<Parsed, Reason> {
     let (et, off, tci) = link(frame)?;
     let ip = &frame[off..];
     match et {

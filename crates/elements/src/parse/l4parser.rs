@@ -275,7 +275,9 @@ impl L4Parser {
             while o != 0 {
                 let i = w * 64 + o.trailing_zeros() as usize;
                 o &= o - 1;
-                if let Err(r) = annotate_fast(&mut pk[i]) {
+                let p = &mut pk[i];
+                let parsed = l4::parse_general(p.data()).map(|r| annotate(p, &r));
+                if let Err(r) = parsed {
                     self.by_reason[r as usize] += 1;
                     bits[w] |= 1 << (i & 63);
                     any = true;

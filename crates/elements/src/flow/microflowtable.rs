@@ -121,7 +121,10 @@
 //! `(hash * buckets) >> 32` (any table size, no division). The sweep
 //! (above) walks runs of slots up to the end of the table (tags, counters
 //! and keys zipped) and reads only tags and, for held slots, the counter
-//! line; it runs without timeouts too, for the watermark. The FIN/RST eviction of the
+//! line; it runs without timeouts too, for the watermark, and then only
+//! takes the smallest first-packet time of the held slots (no expiry
+//! test, no key read: 247.9 -> 241.2 instructions a packet on hits,
+//! session 10). The FIN/RST eviction of the
 //! other direction costs a second hash and probe on those packets only.
 //! Ignored packets are counted in-band: each microflow or watermark record
 //! carries the ignored count since the previous record (`ignored`), so a
@@ -577,6 +580,12 @@ struct Rules {
 }
 
 impl Rules {
+    /// Whether an idle or active timeout is set (`u64::MAX` is none).
+    #[inline]
+    fn timed(&self) -> bool {
+        self.idle != u64::MAX || self.active != u64::MAX
+    }
+
     /// The timeout reason if `d` has expired at `now`.
     #[inline]
     fn expired(&self, d: &Direction, now: u64) -> Option<u8> {
@@ -1026,7 +1035,7 @@ impl MicroflowTable {
                 self.stats.now = now;
                 self.sort_ignored(batch, keyed as u64, nokey);
                 let (stats, new) = (&mut self.stats, &mut self.mark.new);
-                let timed = rules.idle != u64::MAX || rules.active != u64::MAX;
+                let timed = rules.timed();
                 match (ways, timed) {
                     (1, false) => f.update_all::<1, false>(keyed, nbuckets, rules, stats, new, out),
                     (1, true) => f.update_all::<1, true>(keyed, nbuckets, rules, stats, new, out),
@@ -1147,6 +1156,16 @@ impl MicroflowTable {
         let stats = &mut self.stats;
         let mut kept = u64::MAX;
         match &mut self.table {
+            // Without timeouts nothing expires before packet time
+            // `u64::MAX` (see `update_all`): the sweep only finds the
+            // smallest first-packet time, reading no key.
+            Table::Fast(f) if !rules.timed() && now != u64::MAX => {
+                for (tag, cell) in f.tags[lo..hi].iter().zip(&f.cells[lo..hi]) {
+                    if *tag != 0 {
+                        kept = kept.min(cell.0.first_ns);
+                    }
+                }
+            }
             Table::Fast(f) => {
                 let slots = f.tags[lo..hi]
                     .iter_mut()

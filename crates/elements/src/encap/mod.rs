@@ -265,8 +265,7 @@ impl Encap {
             t[ip + 10..ip + 12].fill(0);
             e.outer.ip_sum = t[ip..ip + 20]
                 .chunks(2)
-                .map(|c| u32::from(u16::from_be_bytes([c[0], c[1]])))
-                .sum();
+                .fold(0, |s, c| ones_add(s, u16::from_ne_bytes([c[0], c[1]])));
         } else {
             t[ip + 4..ip + 6].fill(0);
         }
@@ -395,6 +394,23 @@ impl Encap {
         p.anno_mut().set_u8(offsets::L4_PROTO, proto);
     }
 
+    /// [`annotate`](Self::annotate) for a packet whose headroom is
+    /// `headroom` (known before the header bytes are written): the header
+    /// offsets as `Packet::set_network_header` computes them, stored
+    /// without reading the packet's metadata back after the byte stores
+    /// (which the compiler must assume may alias it).
+    #[inline(always)]
+    fn annotate_at(p: &mut Packet, headroom: usize, tunnel: Tunnel, iplen: usize) {
+        let at = |off: usize| (headroom + off).min(usize::from(NO_HEADER)) as u16;
+        let a = p.anno_mut();
+        a.network_header = at(14);
+        a.transport_header = at(14 + iplen);
+        a.set_u8(
+            offsets::L4_PROTO,
+            if tunnel == Tunnel::Nvgre { 47 } else { 17 },
+        );
+    }
+
     /// One packet, the optimised way: the template is copied in and the
     /// lengths, identification, checksum, FlowID or source port patched.
     #[inline(always)]
@@ -409,10 +425,11 @@ impl Encap {
         p.pull(strip);
         p.push(hlen);
         let ident = self.ident;
+        let headroom = p.headroom();
         let (h, rest) = p.data_mut().split_at_mut(hlen);
         self.outer.write(h, rest, ident, hash);
         self.ident = ident.wrapping_add(u16::from(iplen == 20));
-        Self::annotate(p, tunnel, iplen);
+        Self::annotate_at(p, headroom, tunnel, iplen);
         Ok(())
     }
 
@@ -455,7 +472,7 @@ impl Encap {
                 0 => linerate_wire::l4::parse_common(p.data()).map(|r| r.hash),
                 h => Some(h),
             };
-            let tail = p.len() - strip - inner;
+            let (tail, headroom) = (p.len() - strip - inner, p.headroom() + strip);
             let Some(hash) = hash else {
                 later[w] |= bit;
                 any_later = true;
@@ -469,7 +486,7 @@ impl Encap {
             let (h, rest) = d.split_at_mut(hlen);
             outer.write(h, &rest[..inner], id, hash);
             p.take(tail);
-            Self::annotate(p, tunnel, iplen);
+            Self::annotate_at(p, headroom.wrapping_sub(hlen), tunnel, iplen);
         }
         if any_later {
             self.second_pass(batch, &mut bad, &later, start, v4);
@@ -589,8 +606,9 @@ impl Encap {
 struct Outer {
     /// The outer headers with every per-packet field zero.
     template: [u8; 80],
-    /// One's-complement sum of the IPv4 template header (checksum 0).
-    ip_sum: u32,
+    /// One's-complement sum of the IPv4 template header (checksum 0), of
+    /// its 16-bit words as they lie in memory (native order).
+    ip_sum: u16,
     tunnel: Tunnel,
     /// Outer IP header length (20 or 40).
     iplen: usize,
@@ -608,13 +626,14 @@ impl Outer {
         let ip_payload = inner + hlen - 14 - iplen;
         h.copy_from_slice(&self.template[..hlen]);
         if iplen == 20 {
-            let total = (ip_payload + 20) as u16;
-            h[16..18].copy_from_slice(&total.to_be_bytes());
-            h[18..20].copy_from_slice(&ident.to_be_bytes());
-            let mut s = self.ip_sum + u32::from(total) + u32::from(ident);
-            s = (s & 0xffff) + (s >> 16);
-            s = (s & 0xffff) + (s >> 16);
-            h[24..26].copy_from_slice(&(!(s as u16)).to_be_bytes());
+            // The one's-complement sum in memory order (RFC 1071: byte
+            // order independent), so the words are summed as stored.
+            let total = ((ip_payload + 20) as u16).to_be();
+            let ident = ident.to_be();
+            h[16..18].copy_from_slice(&total.to_ne_bytes());
+            h[18..20].copy_from_slice(&ident.to_ne_bytes());
+            let s = ones_add(ones_add(self.ip_sum, total), ident);
+            h[24..26].copy_from_slice(&(!s).to_ne_bytes());
         } else {
             h[18..20].copy_from_slice(&(ip_payload as u16).to_be_bytes());
         }
@@ -633,6 +652,14 @@ impl Outer {
             }
         }
     }
+}
+
+/// One's-complement addition of 16-bit words (an add and an add of the
+/// carry).
+#[inline(always)]
+fn ones_add(a: u16, b: u16) -> u16 {
+    let (s, carry) = a.overflowing_add(b);
+    s + u16::from(carry)
 }
 
 /// The UDP checksum over IPv6 (mandatory there): pseudo-header, UDP and

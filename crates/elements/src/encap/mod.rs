@@ -455,8 +455,11 @@ impl Encap {
         let (mut bad, mut later) = ([0u64; 4], [0u64; 4]);
         let mut nbad = 0usize;
         let mut any_later = false;
-        for (i, p) in batch.iter_mut().enumerate() {
+        let pkts = batch.as_mut_slice();
+        let mut i = 0usize;
+        while let Some(p) = pkts.get_mut(i) {
             let (w, bit) = ((i >> 6) & 3, 1u64 << (i & 63));
+            i += 1;
             let (strip, inner) = match Self::inner_range(tunnel, p) {
                 Ok((s, n)) if n + hlen - 14 <= 0xffff => (s, n),
                 r => {

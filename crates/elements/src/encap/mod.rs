@@ -246,6 +246,7 @@ impl Encap {
             outer: Outer {
                 template: [0; 80],
                 ip_sum: 0,
+                udp_sum: 0,
                 tunnel,
                 iplen,
             },
@@ -263,9 +264,7 @@ impl Encap {
         if iplen == 20 {
             t[ip + 2..ip + 4].fill(0);
             t[ip + 10..ip + 12].fill(0);
-            e.outer.ip_sum = t[ip..ip + 20]
-                .chunks(2)
-                .fold(0, |s, c| ones_add(s, u16::from_ne_bytes([c[0], c[1]])));
+            e.outer.ip_sum = ones_sum(&t[ip..ip + 20]);
         } else {
             t[ip + 4..ip + 6].fill(0);
         }
@@ -278,6 +277,10 @@ impl Encap {
                     t[l4 + 10..l4 + 12].fill(0);
                 }
             }
+        }
+        if iplen == 40 && tunnel != Tunnel::Nvgre {
+            let fixed = ones_add(ones_sum(&t[22..54]), ones_sum(&t[l4..e.hlen]));
+            e.outer.udp_sum = ones_add(fixed, 17u16.to_be());
         }
         e.outer.template = t;
         Ok(e)
@@ -612,6 +615,10 @@ struct Outer {
     /// One's-complement sum of the IPv4 template header (checksum 0), of
     /// its 16-bit words as they lie in memory (native order).
     ip_sum: u16,
+    /// Over IPv6, the one's-complement sum (memory order) of what the UDP
+    /// checksum covers that the template fixes: the addresses, the
+    /// protocol and the template's UDP and tunnel headers.
+    udp_sum: u16,
     tunnel: Tunnel,
     /// Outer IP header length (20 or 40).
     iplen: usize,
@@ -644,13 +651,27 @@ impl Outer {
         match tunnel {
             Tunnel::Nvgre => h[l4 + 7] = hash as u8,
             _ => {
-                h[l4..l4 + 2].copy_from_slice(&entropy_port(hash).to_be_bytes());
-                h[l4 + 4..l4 + 6].copy_from_slice(&(ip_payload as u16).to_be_bytes());
+                let sport = entropy_port(hash).to_be();
+                let ulen = (ip_payload as u16).to_be();
+                let glen = (inner as u16).to_be();
+                h[l4..l4 + 2].copy_from_slice(&sport.to_ne_bytes());
+                h[l4 + 4..l4 + 6].copy_from_slice(&ulen.to_ne_bytes());
                 if tunnel == Tunnel::Gtpu {
-                    h[l4 + 10..l4 + 12].copy_from_slice(&(inner as u16).to_be_bytes());
+                    h[l4 + 10..l4 + 12].copy_from_slice(&glen.to_ne_bytes());
                 }
                 if iplen == 40 {
-                    udp6_checksum(h, rest, l4, ip_payload);
+                    // The UDP checksum (mandatory over IPv6): the fixed
+                    // part's sum, the length twice (pseudo-header and UDP
+                    // header), the source port, GTP-U's length and the
+                    // payload.
+                    let mut s = ones_add(ones_add(self.udp_sum, ulen), ulen);
+                    s = ones_add(s, sport);
+                    if tunnel == Tunnel::Gtpu {
+                        s = ones_add(s, glen);
+                    }
+                    let c = !ones_add(s, linerate_wire::checksum::sum(rest).to_be());
+                    let c = if c == 0 { 0xffff } else { c };
+                    h[l4 + 6..l4 + 8].copy_from_slice(&c.to_ne_bytes());
                 }
             }
         }
@@ -665,21 +686,11 @@ fn ones_add(a: u16, b: u16) -> u16 {
     s + u16::from(carry)
 }
 
-/// The UDP checksum over IPv6 (mandatory there): pseudo-header, UDP and
-/// tunnel header in `h` from `l4`, and the payload `rest`.
-#[inline]
-fn udp6_checksum(h: &mut [u8], rest: &[u8], l4: usize, udp_len: usize) {
-    use linerate_wire::checksum;
-    h[l4 + 6..l4 + 8].fill(0);
-    let mut acc = u32::from(checksum::sum(&h[22..54]))
-        + u32::from(checksum::sum(&h[l4..]))
-        + u32::from(checksum::sum(rest))
-        + (udp_len as u32)
-        + 17;
-    acc = (acc & 0xffff) + (acc >> 16);
-    acc = (acc & 0xffff) + (acc >> 16);
-    let c = !(acc as u16);
-    h[l4 + 6..l4 + 8].copy_from_slice(&(if c == 0 { 0xffff } else { c }).to_be_bytes());
+/// One's-complement sum of `b` (even length) as 16-bit words in memory
+/// order.
+fn ones_sum(b: &[u8]) -> u16 {
+    b.chunks(2)
+        .fold(0, |s, c| ones_add(s, u16::from_ne_bytes([c[0], c[1]])))
 }
 
 // ---------------------------------------------------------------- decap

@@ -387,8 +387,8 @@ impl Encap {
         }
     }
 
-    /// Sets the outer header annotations (`tunnel` and `iplen` are the
-    /// element's, passed so that a specialised loop sees constants).
+    /// Sets the outer header annotations with `Packet`'s setters (the
+    /// reference's way).
     #[inline(always)]
     fn annotate(p: &mut Packet, tunnel: Tunnel, iplen: usize) {
         p.set_network_header(14);
@@ -461,6 +461,8 @@ impl Encap {
         let pkts = batch.as_mut_slice();
         let mut i = 0usize;
         while let Some(p) = pkts.get_mut(i) {
+            // The word and bit of packet `i` in the bitmaps (`& 3`: no
+            // bounds test, the batch has at most 256 packets).
             let (w, bit) = ((i >> 6) & 3, 1u64 << (i & 63));
             i += 1;
             let (strip, inner) = match Self::inner_range(tunnel, p) {
@@ -492,7 +494,7 @@ impl Encap {
             let (h, rest) = d.split_at_mut(hlen);
             outer.write(h, &rest[..inner], id, hash);
             p.take(tail);
-            Self::annotate_at(p, headroom.wrapping_sub(hlen), tunnel, iplen);
+            Self::annotate_at(p, headroom - hlen, tunnel, iplen);
         }
         if any_later {
             self.second_pass(batch, &mut bad, &later, start, v4);

@@ -414,8 +414,10 @@ impl Encap {
         );
     }
 
-    /// One packet, the optimised way: the template is copied in and the
-    /// lengths, identification, checksum, FlowID or source port patched.
+    /// One packet, the optimised way (for the second pass of
+    /// [`encap_batch`](Self::encap_batch) and for batches over 256
+    /// packets): the template is copied in and the lengths,
+    /// identification, checksum, FlowID or source port patched.
     #[inline(always)]
     fn encap_fast(&mut self, p: &mut Packet) -> Result<(), u8> {
         let (tunnel, iplen, hlen) = (self.tunnel, self.iplen, self.hlen);

@@ -52,14 +52,38 @@
 //!
 //! # Implementation
 //! The outer headers are built once, at configuration, with
-//! `linerate_wire`'s `Repr::emit` into a template; per packet the element
-//! copies the template in one `copy_from_slice` and patches the length
-//! fields, the identification, the flow entropy and the IPv4 checksum,
-//! which is updated incrementally from the template's precomputed sum (two
-//! additions and two folds instead of summing 20 bytes). The batch is one
-//! loop; nothing is allocated. `IMPL reference` emits every header with
-//! `Repr::emit` per packet (checksum computed from scratch, UDP checksum
-//! with `UdpPacket::fill_checksum`).
+//! `linerate_wire`'s `Repr::emit` into a template, together with the
+//! one's-complement sum of its IPv4 header and, over IPv6, of everything
+//! the UDP checksum covers that the template fixes (addresses, protocol,
+//! UDP and GTP-U headers). A batch of up to 256 packets runs in one loop,
+//! specialised on the tunnel and the outer family, that calls nothing, so
+//! that its values stay in registers (in session 9's loop the possible
+//! calls, copy-on-write inside `Packet::push`, `l4::parse`'s general path
+//! and a `memcpy` of run-time length for the template, made it spill on
+//! every packet). Per packet it checks the length and the inner IP header,
+//! takes the flow hash from the annotation or from
+//! `linerate_wire::l4::parse_common`, pushes the headroom with
+//! `Packet::try_push_mut` (no copy, no call), copies the template in and
+//! patches the lengths, the identification, the source port and the IPv4
+//! checksum: two one's-complement adds to the template's sum (RFC 1624),
+//! summed in memory order (RFC 1071), so no byte swaps; over IPv6 the UDP
+//! checksum adds the lengths and the source port to the fixed sum and sums
+//! only the payload. The header annotations are stored from the headroom
+//! read before the header bytes are written (after those stores the
+//! compiler would read the packet's metadata again). Packets the loop
+//! cannot finish that way (a shared or external buffer, too little
+//! headroom, a frame whose hash needs `l4::parse_general`) are marked and
+//! encapsulated in a second pass, each with the identification it would
+//! have had in order; batches of more than 256 packets run the per-packet
+//! form. Rejected packets are split off at the end. Nothing is allocated.
+//! `IMPL reference` emits every header with `Repr::emit` per packet
+//! (checksum computed from scratch, UDP checksum with
+//! `UdpPacket::fill_checksum`).
+//!
+//! Measured (session 10; `perf stat -e instructions:u,cycles:u` on the
+//! bench's graph and frames, `MemoryReplay -> Discard` subtracted;
+//! `linerate bench elements --runs 5`, loaded 2-core machine): 265 -> 171
+//! instructions a packet, 19.52 -> 12.27 ns (IPv4 outer).
 
 use super::{Encap, Tunnel, ENCAP_HANDLERS};
 use linerate_runtime::{Batch, ConfigureCtx, Element, ElementClass};

@@ -176,14 +176,12 @@ pub(crate) struct Encap {
     dscp: u8,
     id: u32,
     dport: u16,
-    /// The outer headers with every per-packet field zero.
-    template: [u8; 80],
+    /// The template and what writing it needs.
+    outer: Outer,
     /// Header bytes pushed in front of the payload.
     hlen: usize,
     /// Outer IP header length (20 or 40).
     iplen: usize,
-    /// One's-complement sum of the IPv4 template header (checksum 0).
-    ip_sum: u32,
     /// Next IPv4 identification.
     ident: u16,
     pub counts: Counts,
@@ -245,10 +243,15 @@ impl Encap {
             dscp,
             id,
             dport,
-            template: [0; 80],
+            outer: Outer {
+                template: [0; 80],
+                ip_sum: 0,
+                udp_sum: 0,
+                tunnel,
+                iplen,
+            },
             hlen: 14 + iplen + tunnel.tunnel_len(),
             iplen,
-            ip_sum: 0,
             ident: 0,
             counts: Counts::new(ENCAP_REASONS),
         };
@@ -257,28 +260,29 @@ impl Encap {
         // checksums and the NVGRE FlowID then cleared.
         let mut t = [0u8; 80];
         e.emit_headers(&mut t[..e.hlen], 0, 0, 0, 0);
-        e.template = t;
         let ip = 14;
         if iplen == 20 {
-            e.template[ip + 2..ip + 4].fill(0);
-            e.template[ip + 10..ip + 12].fill(0);
-            e.ip_sum = e.template[ip..ip + 20]
-                .chunks(2)
-                .map(|c| u32::from(u16::from_be_bytes([c[0], c[1]])))
-                .sum();
+            t[ip + 2..ip + 4].fill(0);
+            t[ip + 10..ip + 12].fill(0);
+            e.outer.ip_sum = ones_sum(&t[ip..ip + 20]);
         } else {
-            e.template[ip + 4..ip + 6].fill(0);
+            t[ip + 4..ip + 6].fill(0);
         }
         let l4 = ip + iplen;
         match tunnel {
-            Tunnel::Nvgre => e.template[l4 + 7] = 0,
+            Tunnel::Nvgre => t[l4 + 7] = 0,
             _ => {
-                e.template[l4 + 4..l4 + 8].fill(0);
+                t[l4 + 4..l4 + 8].fill(0);
                 if tunnel == Tunnel::Gtpu {
-                    e.template[l4 + 10..l4 + 12].fill(0);
+                    t[l4 + 10..l4 + 12].fill(0);
                 }
             }
         }
+        if iplen == 40 && tunnel != Tunnel::Nvgre {
+            let fixed = ones_add(ones_sum(&t[22..54]), ones_sum(&t[l4..e.hlen]));
+            e.outer.udp_sum = ones_add(fixed, 17u16.to_be());
+        }
+        e.outer.template = t;
         Ok(e)
     }
 
@@ -286,9 +290,9 @@ impl Encap {
     /// replaced and link padding after the IP packet dropped. Returns the
     /// bytes to strip in front and the bytes to keep after them.
     #[inline(always)]
-    fn inner_range(&self, p: &Packet) -> Result<(usize, usize), u8> {
+    fn inner_range(tunnel: Tunnel, p: &Packet) -> Result<(usize, usize), u8> {
         let d = p.data();
-        if self.tunnel != Tunnel::Gtpu {
+        if tunnel != Tunnel::Gtpu {
             return Ok((0, d.len()));
         }
         let ip_len = match (d.get(12..14), d.get(14..20)) {
@@ -383,68 +387,138 @@ impl Encap {
         }
     }
 
-    /// Sets the outer header annotations.
+    /// Sets the outer header annotations with `Packet`'s setters (the
+    /// reference's way).
     #[inline(always)]
-    fn annotate(&self, p: &mut Packet) {
+    fn annotate(p: &mut Packet, tunnel: Tunnel, iplen: usize) {
         p.set_network_header(14);
-        p.set_transport_header(14 + self.iplen as isize);
-        let proto = if self.tunnel == Tunnel::Nvgre { 47 } else { 17 };
+        p.set_transport_header(14 + iplen as isize);
+        let proto = if tunnel == Tunnel::Nvgre { 47 } else { 17 };
         p.anno_mut().set_u8(offsets::L4_PROTO, proto);
     }
 
-    /// One packet, the optimised way: the template is copied in and the
-    /// lengths, identification, checksum, FlowID or source port patched.
+    /// [`annotate`](Self::annotate) for a packet whose headroom is
+    /// `headroom` (known before the header bytes are written): the header
+    /// offsets as `Packet::set_network_header` computes them, stored
+    /// without reading the packet's metadata back after the byte stores
+    /// (which the compiler must assume may alias it).
+    #[inline(always)]
+    fn annotate_at(p: &mut Packet, headroom: usize, tunnel: Tunnel, iplen: usize) {
+        let at = |off: usize| (headroom + off).min(usize::from(NO_HEADER)) as u16;
+        let a = p.anno_mut();
+        a.network_header = at(14);
+        a.transport_header = at(14 + iplen);
+        a.set_u8(
+            offsets::L4_PROTO,
+            if tunnel == Tunnel::Nvgre { 47 } else { 17 },
+        );
+    }
+
+    /// One packet, the optimised way (for the second pass of
+    /// [`encap_batch`](Self::encap_batch) and for batches over 256
+    /// packets): the template is copied in and the lengths,
+    /// identification, checksum, FlowID or source port patched.
     #[inline(always)]
     fn encap_fast(&mut self, p: &mut Packet) -> Result<(), u8> {
-        let (strip, inner) = self.inner_range(p)?;
+        let (tunnel, iplen, hlen) = (self.tunnel, self.iplen, self.hlen);
+        let (strip, inner) = Self::inner_range(tunnel, p)?;
         let hash = flow_hash_of(p);
-        let hlen = self.hlen;
-        let ip_payload = inner + hlen - 14 - self.iplen;
-        if ip_payload + self.iplen > 0xffff {
+        if inner + hlen - 14 > 0xffff {
             return Err(ENC_TOO_LONG);
         }
         p.take(p.len() - strip - inner);
         p.pull(strip);
         p.push(hlen);
         let ident = self.ident;
-        let (iplen, tunnel, ip_sum) = (self.iplen, self.tunnel, self.ip_sum);
-        let d = p.data_mut();
-        let (h, rest) = d.split_at_mut(hlen);
-        h.copy_from_slice(&self.template[..hlen]);
-        if iplen == 20 {
-            let total = (ip_payload + 20) as u16;
-            h[16..18].copy_from_slice(&total.to_be_bytes());
-            h[18..20].copy_from_slice(&ident.to_be_bytes());
-            let mut s = ip_sum + u32::from(total) + u32::from(ident);
-            s = (s & 0xffff) + (s >> 16);
-            s = (s & 0xffff) + (s >> 16);
-            h[24..26].copy_from_slice(&(!(s as u16)).to_be_bytes());
-        } else {
-            h[18..20].copy_from_slice(&(ip_payload as u16).to_be_bytes());
-        }
-        let l4 = 14 + iplen;
-        match tunnel {
-            Tunnel::Nvgre => h[l4 + 7] = hash as u8,
-            _ => {
-                h[l4..l4 + 2].copy_from_slice(&entropy_port(hash).to_be_bytes());
-                h[l4 + 4..l4 + 6].copy_from_slice(&(ip_payload as u16).to_be_bytes());
-                if tunnel == Tunnel::Gtpu {
-                    h[l4 + 10..l4 + 12].copy_from_slice(&(inner as u16).to_be_bytes());
-                }
-                if iplen == 40 {
-                    udp6_checksum(h, rest, l4, ip_payload);
-                }
-            }
-        }
+        let headroom = p.headroom();
+        let (h, rest) = p.data_mut().split_at_mut(hlen);
+        self.outer.write(h, rest, ident, hash);
         self.ident = ident.wrapping_add(u16::from(iplen == 20));
-        self.annotate(p);
+        Self::annotate_at(p, headroom, tunnel, iplen);
         Ok(())
+    }
+
+    /// [`encap_fast`](Self::encap_fast) over a batch of at most 256
+    /// packets, specialised on the tunnel and outer family (constants
+    /// here). The loop calls nothing: a packet whose flow hash needs
+    /// `l4::parse_general` or whose buffer needs a copy for the push is
+    /// left for a second pass, which runs `encap_fast` on it with the
+    /// identification it would have had in order. Returns the packets
+    /// that could not be encapsulated.
+    #[inline(always)]
+    fn encap_batch(&mut self, batch: &mut Batch, tunnel: Tunnel, iplen: usize) -> Option<Batch> {
+        let hlen = 14 + iplen + tunnel.tunnel_len();
+        let v4 = iplen == 20;
+        let outer = Outer {
+            tunnel,
+            iplen,
+            ..self.outer
+        };
+        let by_reason = &mut self.counts.by_reason;
+        let start = self.ident;
+        let mut ident = start;
+        let (mut bad, mut later) = ([0u64; 4], [0u64; 4]);
+        let mut nbad = 0usize;
+        let mut any_later = false;
+        let pkts = batch.as_mut_slice();
+        let mut i = 0usize;
+        while let Some(p) = pkts.get_mut(i) {
+            // The word and bit of packet `i` in the bitmaps (`& 3`: no
+            // bounds test, the batch has at most 256 packets).
+            let (w, bit) = ((i >> 6) & 3, 1u64 << (i & 63));
+            i += 1;
+            let (strip, inner) = match Self::inner_range(tunnel, p) {
+                Ok((s, n)) if n + hlen - 14 <= 0xffff => (s, n),
+                r => {
+                    by_reason[usize::from(r.err().unwrap_or(ENC_TOO_LONG))] += 1;
+                    bad[w] |= bit;
+                    nbad += 1;
+                    continue;
+                }
+            };
+            let id = ident;
+            ident = ident.wrapping_add(u16::from(v4));
+            let hash = match p.anno().flow_hash {
+                0 => linerate_wire::l4::parse_common(p.data()).map(|r| r.hash),
+                h => Some(h),
+            };
+            let (tail, headroom) = (p.len() - strip - inner, p.headroom() + strip);
+            let Some(hash) = hash else {
+                later[w] |= bit;
+                any_later = true;
+                continue;
+            };
+            let Some(d) = p.try_push_mut(hlen - strip) else {
+                later[w] |= bit;
+                any_later = true;
+                continue;
+            };
+            let (h, rest) = d.split_at_mut(hlen);
+            outer.write(h, &rest[..inner], id, hash);
+            p.take(tail);
+            Self::annotate_at(p, headroom - hlen, tunnel, iplen);
+        }
+        if any_later {
+            self.second_pass(batch, &mut bad, &later, start, v4);
+            nbad = bad.iter().map(|b| b.count_ones() as usize).sum();
+        }
+        self.counts.count += (batch.len() - nbad) as u64;
+        self.ident = ident;
+        if nbad == 0 {
+            return None;
+        }
+        let mut i = 0usize;
+        Some(batch.split_off_if(|_| {
+            let b = bad[i >> 6] >> (i & 63) & 1 != 0;
+            i += 1;
+            b
+        }))
     }
 
     /// One packet, the reference way: every header emitted with
     /// `linerate_wire`'s `Repr::emit` (checksums computed from scratch).
     fn encap_reference(&mut self, p: &mut Packet) -> Result<(), u8> {
-        let (strip, inner) = self.inner_range(p)?;
+        let (strip, inner) = Self::inner_range(self.tunnel, p)?;
         let hash = flow_hash_of(p);
         if inner + self.hlen - 14 > 0xffff {
             return Err(ENC_TOO_LONG);
@@ -468,13 +542,61 @@ impl Encap {
         if v4 {
             self.ident = self.ident.wrapping_add(1);
         }
-        self.annotate(p);
+        Self::annotate(p, self.tunnel, self.iplen);
         Ok(())
+    }
+
+    /// The second pass of [`encap_batch`](Self::encap_batch):
+    /// `encap_fast` on each packet marked in `later`, with the
+    /// identification `start` plus the number of packets before it that
+    /// were not rejected. It cannot reject one (the first pass checked
+    /// the same bytes), but would count and mark it as the first pass does.
+    #[inline(never)]
+    fn second_pass(
+        &mut self,
+        batch: &mut Batch,
+        bad: &mut [u64; 4],
+        later: &[u64; 4],
+        start: u16,
+        v4: bool,
+    ) {
+        let pkts = batch.as_mut_slice();
+        for (w, &word) in later.iter().enumerate() {
+            let mut bits = word;
+            while bits != 0 {
+                let k = bits.trailing_zeros();
+                bits &= bits - 1;
+                let i = w * 64 + k as usize;
+                let rejected: u32 = bad[..w].iter().map(|b| b.count_ones()).sum::<u32>()
+                    + (bad[w] & ((1u64 << k) - 1)).count_ones();
+                let before = (i - rejected as usize) as u16;
+                self.ident = if v4 {
+                    start.wrapping_add(before)
+                } else {
+                    start
+                };
+                if let Err(r) = self.encap_fast(&mut pkts[i]) {
+                    self.counts.by_reason[usize::from(r)] += 1;
+                    bad[w] |= 1 << k;
+                }
+            }
+        }
     }
 
     /// Encapsulates every packet of `batch`; returns the encapsulated
     /// packets and the ones that could not be.
     pub(crate) fn process(&mut self, mut batch: Batch) -> (Batch, Option<Batch>) {
+        if self.fast && batch.len() <= 256 {
+            let bad = match (self.tunnel, self.iplen) {
+                (Tunnel::Nvgre, 20) => self.encap_batch(&mut batch, Tunnel::Nvgre, 20),
+                (Tunnel::Nvgre, _) => self.encap_batch(&mut batch, Tunnel::Nvgre, 40),
+                (Tunnel::Vxlan, 20) => self.encap_batch(&mut batch, Tunnel::Vxlan, 20),
+                (Tunnel::Vxlan, _) => self.encap_batch(&mut batch, Tunnel::Vxlan, 40),
+                (Tunnel::Gtpu, 20) => self.encap_batch(&mut batch, Tunnel::Gtpu, 20),
+                (Tunnel::Gtpu, _) => self.encap_batch(&mut batch, Tunnel::Gtpu, 40),
+            };
+            return (batch, bad);
+        }
         let mut counts = std::mem::replace(&mut self.counts, Counts::new(ENCAP_REASONS));
         let bad = if self.fast {
             run_batch(&mut batch, &mut counts, |p| self.encap_fast(p))
@@ -486,21 +608,93 @@ impl Encap {
     }
 }
 
-/// The UDP checksum over IPv6 (mandatory there): pseudo-header, UDP and
-/// tunnel header in `h` from `l4`, and the payload `rest`.
-#[inline]
-fn udp6_checksum(h: &mut [u8], rest: &[u8], l4: usize, udp_len: usize) {
-    use linerate_wire::checksum;
-    h[l4 + 6..l4 + 8].fill(0);
-    let mut acc = u32::from(checksum::sum(&h[22..54]))
-        + u32::from(checksum::sum(&h[l4..]))
-        + u32::from(checksum::sum(rest))
-        + (udp_len as u32)
-        + 17;
-    acc = (acc & 0xffff) + (acc >> 16);
-    acc = (acc & 0xffff) + (acc >> 16);
-    let c = !(acc as u16);
-    h[l4 + 6..l4 + 8].copy_from_slice(&(if c == 0 { 0xffff } else { c }).to_be_bytes());
+/// An encapsulator's outer headers: the template and what patching it
+/// needs. Copied out of [`Encap`] before a batch's loop, so that the
+/// compiler can keep it in registers (stores to packet bytes could
+/// otherwise alias it).
+#[derive(Clone, Copy)]
+struct Outer {
+    /// The outer headers with every per-packet field zero.
+    template: [u8; 80],
+    /// One's-complement sum of the IPv4 template header (checksum 0), of
+    /// its 16-bit words as they lie in memory (native order).
+    ip_sum: u16,
+    /// Over IPv6, the one's-complement sum (memory order) of what the UDP
+    /// checksum covers that the template fixes: the addresses, the
+    /// protocol and the template's UDP and tunnel headers.
+    udp_sum: u16,
+    tunnel: Tunnel,
+    /// Outer IP header length (20 or 40).
+    iplen: usize,
+}
+
+impl Outer {
+    /// Writes the outer headers into `h` (the bytes in front of the
+    /// encapsulated bytes `rest`): the template in one copy, then the
+    /// lengths, the identification `ident`, the IPv4 checksum (updated
+    /// from the template's sum: two additions and two folds), the FlowID
+    /// or the source port from `hash`, and over IPv6 the UDP checksum.
+    #[inline(always)]
+    fn write(&self, h: &mut [u8], rest: &[u8], ident: u16, hash: u32) {
+        let (tunnel, iplen, hlen, inner) = (self.tunnel, self.iplen, h.len(), rest.len());
+        let ip_payload = inner + hlen - 14 - iplen;
+        h.copy_from_slice(&self.template[..hlen]);
+        if iplen == 20 {
+            // The one's-complement sum in memory order (RFC 1071: byte
+            // order independent), so the words are summed as stored.
+            let total = ((ip_payload + 20) as u16).to_be();
+            let ident = ident.to_be();
+            h[16..18].copy_from_slice(&total.to_ne_bytes());
+            h[18..20].copy_from_slice(&ident.to_ne_bytes());
+            let s = ones_add(ones_add(self.ip_sum, total), ident);
+            h[24..26].copy_from_slice(&(!s).to_ne_bytes());
+        } else {
+            h[18..20].copy_from_slice(&(ip_payload as u16).to_be_bytes());
+        }
+        let l4 = 14 + iplen;
+        match tunnel {
+            Tunnel::Nvgre => h[l4 + 7] = hash as u8,
+            _ => {
+                let sport = entropy_port(hash).to_be();
+                let ulen = (ip_payload as u16).to_be();
+                let glen = (inner as u16).to_be();
+                h[l4..l4 + 2].copy_from_slice(&sport.to_ne_bytes());
+                h[l4 + 4..l4 + 6].copy_from_slice(&ulen.to_ne_bytes());
+                if tunnel == Tunnel::Gtpu {
+                    h[l4 + 10..l4 + 12].copy_from_slice(&glen.to_ne_bytes());
+                }
+                if iplen == 40 {
+                    // The UDP checksum (mandatory over IPv6): the fixed
+                    // part's sum, the length twice (pseudo-header and UDP
+                    // header), the source port, GTP-U's length and the
+                    // payload.
+                    let mut s = ones_add(ones_add(self.udp_sum, ulen), ulen);
+                    s = ones_add(s, sport);
+                    if tunnel == Tunnel::Gtpu {
+                        s = ones_add(s, glen);
+                    }
+                    let c = !ones_add(s, linerate_wire::checksum::sum(rest).to_be());
+                    let c = if c == 0 { 0xffff } else { c };
+                    h[l4 + 6..l4 + 8].copy_from_slice(&c.to_ne_bytes());
+                }
+            }
+        }
+    }
+}
+
+/// One's-complement addition of 16-bit words (an add and an add of the
+/// carry).
+#[inline(always)]
+fn ones_add(a: u16, b: u16) -> u16 {
+    let (s, carry) = a.overflowing_add(b);
+    s + u16::from(carry)
+}
+
+/// One's-complement sum of `b` (even length) as 16-bit words in memory
+/// order.
+fn ones_sum(b: &[u8]) -> u16 {
+    b.chunks(2)
+        .fold(0, |s, c| ones_add(s, u16::from_ne_bytes([c[0], c[1]])))
 }
 
 // ---------------------------------------------------------------- decap

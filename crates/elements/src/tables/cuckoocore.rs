@@ -9,6 +9,7 @@ use linerate_runtime::flow::{key_words, map_v4, FlowKey, KeyRules};
 use linerate_runtime::Packet;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
+use std::mem::MaybeUninit;
 use std::net::IpAddr;
 
 /// Largest key in bytes (a [`FlowKey`] takes 38).
@@ -291,17 +292,23 @@ const SMALL: usize = 1024;
 const BFS_MAX: usize = 512;
 
 /// One bucket's tags, 16 bytes: four buckets share a cache line.
-#[derive(Clone, Copy, Default)]
+#[derive(Clone, Copy)]
 #[repr(C, align(16))]
 struct Tags([u16; SLOTS]);
 
+// SAFETY: an array of integers (all zero: an empty bucket).
+unsafe impl Zeroed for Tags {}
+
 /// A key and its value: one cache line.
-#[derive(Clone, Copy, Default)]
+#[derive(Clone, Copy)]
 #[repr(C, align(64))]
 struct Entry {
     key: Key,
     value: u32,
 }
+
+// SAFETY: integers and an array of them (and padding).
+unsafe impl Zeroed for Entry {}
 
 /// Where a key may live: its two buckets and its tag.
 #[derive(Clone, Copy, Default)]
@@ -321,8 +328,8 @@ pub(crate) struct Loc {
 /// bucket along the shortest path a breadth-first search finds (at most
 /// [`BFS_MAX`] buckets visited, then the insert fails).
 pub(crate) struct Cuckoo {
-    tags: Vec<Tags>,
-    entries: Vec<Entry>,
+    tags: Huge<Tags>,
+    entries: Huge<Entry>,
     nbuckets: u32,
     len: usize,
     capacity: usize,
@@ -350,8 +357,8 @@ impl Cuckoo {
         let nb = (capacity * 100 / load).div_ceil(SLOTS).max(2);
         let nb = nb.min(u32::MAX as usize / SLOTS);
         Cuckoo {
-            tags: huge_vec(nb, Tags::default()),
-            entries: huge_vec(nb * SLOTS, Entry::default()),
+            tags: Huge::new(nb),
+            entries: Huge::new(nb * SLOTS),
             nbuckets: nb as u32,
             len: 0,
             capacity,
@@ -615,26 +622,102 @@ pub(crate) fn huge_pages<T>(v: &[T], collapse: bool) {
     let _ = (v, collapse);
 }
 
-/// A vector of `n` copies of `v` whose memory the kernel is asked to back
-/// with 2 MiB pages: a lookup in a table of tens of megabytes then costs a
-/// cache miss, not also a TLB miss and a page walk (which under
-/// virtualisation reads up to 24 page-table entries). Fresh memory gets
-/// huge pages as it is filled; memory the allocator hands back from an
-/// earlier, freed table is already mapped with 4 KiB pages and is
-/// collapsed after the fill (without that, measured, a router built after
-/// another one got no huge page at all).
-pub(crate) fn huge_vec<T: Clone>(n: usize, v: T) -> Vec<T> {
-    let mut x: Vec<T> = Vec::with_capacity(n);
-    #[cfg(target_os = "linux")]
-    advise(
-        x.as_ptr() as usize,
-        n * std::mem::size_of::<T>(),
-        libc::MADV_HUGEPAGE,
-    );
-    x.resize(n, v);
-    huge_pages(&x, true);
-    x
+/// Types for which all-zero bytes are a valid value, the element type of
+/// a [`Huge`] array.
+///
+/// # Safety
+/// Implement only for integers, arrays of them and structs whose fields
+/// are all of these (no references, `bool`s, enums or `NonZero`s); the
+/// bytes of a struct's padding may hold anything.
+pub(crate) unsafe trait Zeroed: Copy {}
+
+// SAFETY: an integer.
+unsafe impl Zeroed for u64 {}
+
+/// A fixed-length, zero-filled array whose memory starts at a 2 MiB
+/// boundary and is backed by 2 MiB pages where it spans one or more (a
+/// random access to a table of tens of megabytes then costs a cache
+/// miss, not also a TLB miss and a page walk). A `Vec`'s memory starts
+/// wherever the allocator puts it, often inside the heap already mapped
+/// with 4 KiB pages: a 2 MiB index there got no huge page at all, and a
+/// grown slab only some (measured: a 4 KiB page walk every other
+/// microflow in `FlowAggregator`).
+pub(crate) struct Huge<T: Zeroed> {
+    ptr: std::ptr::NonNull<T>,
+    len: usize,
 }
+
+impl<T: Zeroed> Huge<T> {
+    const PAGE: usize = 2 << 20;
+
+    /// The allocation of `len` entries (`None` for no bytes).
+    fn layout(len: usize) -> Option<std::alloc::Layout> {
+        let bytes = len.checked_mul(std::mem::size_of::<T>())?;
+        let align = if bytes >= Self::PAGE / 2 {
+            Self::PAGE
+        } else {
+            std::mem::align_of::<T>()
+        };
+        let l = std::alloc::Layout::from_size_align(bytes.next_multiple_of(align), align);
+        (bytes > 0).then(|| l.expect("table too large"))
+    }
+
+    /// `len` all-zero entries.
+    pub(crate) fn new(len: usize) -> Huge<T> {
+        let Some(l) = Self::layout(len) else {
+            return Huge {
+                ptr: std::ptr::NonNull::dangling(),
+                len,
+            };
+        };
+        // SAFETY: `l` has a non-zero size.
+        let p = unsafe { std::alloc::alloc(l) };
+        let Some(ptr) = std::ptr::NonNull::new(p as *mut T) else {
+            std::alloc::handle_alloc_error(l)
+        };
+        // SAFETY: the allocation holds `l.size()` bytes; the slice of
+        // `MaybeUninit` bytes reads none of them (the advice only changes
+        // the pages backing it).
+        let raw = unsafe { std::slice::from_raw_parts(p as *const MaybeUninit<u8>, l.size()) };
+        huge_pages(raw, false);
+        // SAFETY: `len` entries fit in the allocation, aligned for `T`;
+        // all-zero bytes are a valid `T` (`Zeroed`).
+        unsafe { std::ptr::write_bytes(ptr.as_ptr(), 0, len) };
+        let v = Huge { ptr, len };
+        // Memory the allocator had mapped before keeps its 4 KiB pages
+        // unless collapsed now.
+        huge_pages(&v, true);
+        v
+    }
+}
+
+impl<T: Zeroed> std::ops::Deref for Huge<T> {
+    type Target = [T];
+    fn deref(&self) -> &[T] {
+        // SAFETY: `ptr` holds `len` initialized entries (or is dangling
+        // with no bytes) and lives as long as `self`.
+        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
+    }
+}
+
+impl<T: Zeroed> std::ops::DerefMut for Huge<T> {
+    fn deref_mut(&mut self) -> &mut [T] {
+        // SAFETY: as `deref`, and `&mut self` makes the borrow unique.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.len) }
+    }
+}
+
+impl<T: Zeroed> Drop for Huge<T> {
+    fn drop(&mut self) {
+        if let Some(l) = Self::layout(self.len) {
+            // SAFETY: allocated in `new` with this layout.
+            unsafe { std::alloc::dealloc(self.ptr.as_ptr() as *mut u8, l) };
+        }
+    }
+}
+
+// SAFETY: `Huge` owns its entries like a `Box<[T]>`.
+unsafe impl<T: Zeroed + Send> Send for Huge<T> {}
 
 /// Flow ids: the smallest free id first, so that any implementation that
 /// frees the same ids hands out the same ones.

@@ -104,10 +104,10 @@
 //! the prefetches of 64 packets' buckets and entries waiting on DRAM once
 //! the core's outstanding misses are used up.
 
-use super::cuckoocore::{read_table, table_lines, Cuckoo, Key, KeySpec, Loc};
+use super::cuckoocore::{packet_flow_key, read_table, table_lines, Cuckoo, Key, KeySpec, Loc};
 use linerate_args::{Args, Raw};
 use linerate_runtime::anno::anno_by_name;
-use linerate_runtime::{Batch, ConfigureCtx, Ctx, Element, ElementClass, HandlerSpec};
+use linerate_runtime::{Batch, ConfigureCtx, Ctx, Element, ElementClass, HandlerSpec, Packet};
 use std::any::Any;
 use std::collections::HashMap;
 
@@ -184,8 +184,12 @@ struct CuckooHash {
     misses: u64,
     drops: u64,
     lookup_result: String,
-    /// Per-packet class of the current batch (kept to avoid allocating).
+    /// Per-packet output of the current batch, for a split (kept to
+    /// avoid allocating).
     class: Vec<u8>,
+    /// Per group of [`GROUP`] packets: which have a key, which were
+    /// found (kept to avoid allocating).
+    masks: Vec<(u64, u64)>,
 }
 
 fn make(ctx: &ConfigureCtx<'_>) -> Result<Box<dyn Element>, Vec<String>> {
@@ -230,6 +234,7 @@ fn make(ctx: &ConfigureCtx<'_>) -> Result<Box<dyn Element>, Vec<String>> {
         drops: 0,
         lookup_result: String::new(),
         class: Vec::new(),
+        masks: Vec::new(),
     };
     if let Some(f) = file {
         if let Err(m) = e.load(&f) {
@@ -285,70 +290,156 @@ impl CuckooHash {
         Ok(())
     }
 
-    /// Classify the packets of `batch` into `self.class` and annotate
-    /// hits; returns the numbers of hits and of packets without a key.
+    /// Look up the packets of `batch`, annotate hits and leave a group's
+    /// masks of packets with a key and of keys found in `self.masks`;
+    /// returns the numbers of hits and of packets without a key.
     fn classify(&mut self, batch: &mut Batch) -> (usize, usize) {
-        let spec = self.spec;
-        let anno = self.anno;
-        self.class.clear();
-        let (mut hits, mut bad) = (0, 0);
-        match &self.table {
-            Table::Fast(t) => {
-                for group in batch.as_mut_slice().chunks_mut(GROUP) {
-                    // Struct of arrays: keys, locations, values; bit masks
-                    // for the packets with a key and the keys found.
-                    let mut keys = [[0u64; 5]; GROUP];
-                    let mut locs = [Loc::default(); GROUP];
-                    let mut vals = [0u32; GROUP];
-                    let mut valid = 0u64;
-                    let n = group.len();
-                    for (i, p) in group.iter().enumerate() {
-                        if let Some(k) = spec.extract_fast(p) {
-                            locs[i] = t.locate(&k);
-                            keys[i] = k;
-                            valid |= 1 << i;
-                        }
-                    }
-                    let found = t.resolve(&keys[..n], &locs[..n], valid, &mut vals[..n]);
-                    hits += found.count_ones() as usize;
-                    bad += n - valid.count_ones() as usize;
-                    for (i, p) in group.iter_mut().enumerate() {
-                        self.class.push(if found >> i & 1 != 0 {
-                            if let Some(o) = anno {
-                                p.anno_mut().set_u32(o, vals[i]);
-                            }
-                            HIT
-                        } else if valid >> i & 1 != 0 {
-                            MISS
-                        } else {
-                            BAD
-                        });
-                    }
+        self.masks.clear();
+        let (spec, anno, masks) = (self.spec, self.anno, &mut self.masks);
+        let t = match &self.table {
+            Table::Fast(t) => t,
+            Table::Reference(m, _) => return classify_reference(m, spec, anno, batch, masks),
+        };
+        let ps = batch.as_mut_slice();
+        // One loop per key reading, so that each reads its key inline.
+        match spec {
+            KeySpec::Bytes { off, len } => {
+                let last = KeySpec::last_word_mask(len);
+                match len.div_ceil(8) {
+                    1 => lookup(t, spec, anno, ps, masks, |p| {
+                        KeySpec::read_words::<1>(p, off, last)
+                    }),
+                    2 => lookup(t, spec, anno, ps, masks, |p| {
+                        KeySpec::read_words::<2>(p, off, last)
+                    }),
+                    3 => lookup(t, spec, anno, ps, masks, |p| {
+                        KeySpec::read_words::<3>(p, off, last)
+                    }),
+                    4 => lookup(t, spec, anno, ps, masks, |p| {
+                        KeySpec::read_words::<4>(p, off, last)
+                    }),
+                    _ => lookup(t, spec, anno, ps, masks, |p| {
+                        KeySpec::read_words::<5>(p, off, last)
+                    }),
                 }
             }
-            Table::Reference(m, _) => {
-                for p in batch.iter_mut() {
-                    self.class.push(match spec.extract(p) {
-                        None => {
-                            bad += 1;
-                            BAD
-                        }
-                        Some(k) => match m.get(&k) {
-                            None => MISS,
-                            Some(&v) => {
-                                if let Some(o) = anno {
-                                    p.anno_mut().set_u32(o, v);
-                                }
-                                hits += 1;
-                                HIT
-                            }
-                        },
-                    });
-                }
+            KeySpec::Flow => lookup(t, spec, anno, ps, masks, packet_flow_key),
+            _ => lookup(t, spec, anno, ps, masks, |p| spec.extract(p)),
+        }
+    }
+
+    /// Each packet's output (`HIT`, `MISS`, `BAD`) into `self.class`, from
+    /// the masks of [`classify`](Self::classify).
+    fn classes(&mut self, n: usize) {
+        self.class.clear();
+        for (g, &(valid, found)) in self.masks.iter().enumerate() {
+            for i in 0..(n - g * GROUP).min(GROUP) {
+                self.class.push(if found >> i & 1 != 0 {
+                    HIT
+                } else if valid >> i & 1 != 0 {
+                    MISS
+                } else {
+                    BAD
+                });
             }
         }
-        (hits, bad)
     }
+}
+
+/// The fast table's lookup of `ps`, [`GROUP`] packets at a time in
+/// stages: `read` each packet's key (inline, calling nothing), hash it
+/// and prefetch both candidate buckets' tags; then the packets `read`
+/// left without a key through [`KeySpec::extract`] (out of line: short
+/// packets, keys the fast reading does not take); then compare tags,
+/// prefetch the matching entries and compare keys
+/// ([`Cuckoo::resolve`]); then annotate the hits. Pushes each group's
+/// masks (packets with a key, keys found); returns hits and packets
+/// without a key.
+#[inline(always)]
+fn lookup(
+    t: &Cuckoo,
+    spec: KeySpec,
+    anno: Option<usize>,
+    ps: &mut [Packet],
+    masks: &mut Vec<(u64, u64)>,
+    read: impl Fn(&Packet) -> Option<Key>,
+) -> (usize, usize) {
+    let (mut hits, mut bad) = (0, 0);
+    for group in ps.chunks_mut(GROUP) {
+        let mut keys = [[0u64; 5]; GROUP];
+        let mut locs = [Loc::default(); GROUP];
+        let mut vals = [0u32; GROUP];
+        let mut valid = 0u64;
+        let n = group.len();
+        for (i, p) in group.iter().enumerate() {
+            if let Some(k) = read(p) {
+                locs[i] = t.locate(&k);
+                keys[i] = k;
+                valid |= 1 << i;
+            }
+        }
+        let mut rest = !valid & (u64::MAX >> (64 - n));
+        while rest != 0 {
+            let i = rest.trailing_zeros() as usize;
+            rest &= rest - 1;
+            if let Some(k) = extract_slow(spec, &group[i]) {
+                locs[i] = t.locate(&k);
+                keys[i] = k;
+                valid |= 1 << i;
+            }
+        }
+        let found = t.resolve(&keys[..n], &locs[..n], valid, &mut vals[..n]);
+        if let Some(o) = anno {
+            let mut f = found;
+            while f != 0 {
+                let i = f.trailing_zeros() as usize;
+                f &= f - 1;
+                group[i].anno_mut().set_u32(o, vals[i]);
+            }
+        }
+        hits += found.count_ones() as usize;
+        bad += n - valid.count_ones() as usize;
+        masks.push((valid, found));
+    }
+    (hits, bad)
+}
+
+/// [`KeySpec::extract`] out of line, for the packets the inline reading
+/// did not take.
+#[inline(never)]
+fn extract_slow(spec: KeySpec, p: &Packet) -> Option<Key> {
+    spec.extract(p)
+}
+
+/// The reference: one packet at a time through a `HashMap`, the same
+/// masks as [`lookup`].
+fn classify_reference(
+    m: &HashMap<Key, u32>,
+    spec: KeySpec,
+    anno: Option<usize>,
+    batch: &mut Batch,
+    masks: &mut Vec<(u64, u64)>,
+) -> (usize, usize) {
+    let (mut hits, mut bad) = (0, 0);
+    for group in batch.as_mut_slice().chunks_mut(GROUP) {
+        let (mut valid, mut found) = (0u64, 0u64);
+        for (i, p) in group.iter_mut().enumerate() {
+            let Some(k) = spec.extract(p) else {
+                bad += 1;
+                continue;
+            };
+            valid |= 1 << i;
+            if let Some(&v) = m.get(&k) {
+                if let Some(o) = anno {
+                    p.anno_mut().set_u32(o, v);
+                }
+                hits += 1;
+                found |= 1 << i;
+            }
+        }
+        masks.push((valid, found));
+    }
+    (hits, bad)
 }
 
 impl Element for CuckooHash {
@@ -360,6 +451,7 @@ impl Element for CuckooHash {
         if hits == batch.len() {
             return batch;
         }
+        self.classes(batch.len());
         // Class = output: HIT 0, MISS 1, BAD 2 (released without output 2).
         let mut outs = [Batch::new(), Batch::new(), Batch::new()];
         batch.split_into(&self.class, &mut outs);

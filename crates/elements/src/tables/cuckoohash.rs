@@ -66,43 +66,53 @@
 //! tags in one array (16 bytes a bucket, four buckets a cache line), keys
 //! and values in another, one 64-byte line per slot. A batch is looked up
 //! 64 packets at a time in stages, as DPDK's `rte_hash_lookup_bulk`: each
-//! packet's key is extracted, hashed and both candidate buckets' tags
-//! prefetched at once, so the misses overlap the extraction of the
-//! following packets; then every key's tags are compared (one vector
-//! compare per bucket) and its matching slot prefetched; then keys are
-//! compared and hits annotated. The group's keys, locations and values
-//! are arrays on the stack and which packets have a key, and which were
-//! found, are 64-bit masks, so the later stages skip the others without a
-//! branch per packet. `KEY FLOW` reads the 5-tuple straight into key
-//! words instead of building a `FlowKey` first (the reference keeps
-//! `FlowKey`, so the differential tests compare the two readings): 361 to
-//! 314 instructions a packet with `MarkIPHeader` (`perf stat`,
-//! 2026-11-22). Tried and dropped: bit masks per group instead of a class
-//! byte per packet, and byte keys read with one load per word; they cut
-//! 257 to 222 instructions a packet (`KEY FLOW` to 280) but, in repeated
-//! `perf stat` runs, raised the cycles of the 1M-key `OFFSET` row by
-//! 15-30 %. Inserts move keys to their other bucket along the shortest
-//! path a breadth-first search finds (at most 512 buckets).
+//! packet's key is read, hashed and both candidate buckets' tags
+//! prefetched at once, so the misses overlap the reading of the following
+//! packets; then every key's tags are compared (one SSE2 compare and pack
+//! a bucket) and its matching slot prefetched; then keys are compared and
+//! hits annotated. The group's keys, locations and values are arrays on
+//! the stack; which packets have a key, and which were found, are two
+//! 64-bit masks a group, so the later stages skip the others without a
+//! branch a packet, and a batch whose packets all hit leaves without a
+//! byte of per-packet bookkeeping (the output classes are built only for
+//! a batch that is split).
 //!
-//! Both arrays are backed by 2 MiB pages: `MADV_HUGEPAGE` before they are
-//! filled and `MADV_COLLAPSE` after (memory the allocator reuses from a
-//! table freed earlier is already mapped with 4 KiB pages, and the first
-//! call alone left such a table without a single huge page). A random
-//! lookup in the 75 MB table then costs a cache miss, not also a TLB miss
-//! and a page walk; this took 15-30 % off the 1M-key rows. Nothing is
-//! allocated per packet; a batch of hits goes on whole, and a mixed batch
-//! is split with `Batch::split_into` (each output's packets counted first,
-//! then written to their places, order kept: the 50 %-hit row 42.1 / 42.9
-//! -> 38.9 / 39.5 ns in two alternated runs, session 9, against a push a
-//! packet).
+//! The first stage is one loop per key reading, none of which calls
+//! anything (a call in the loop, even on a rare path, kept its values in
+//! memory for every packet): `OFFSET O LEN N` reads the key as whole
+//! little-endian words (a generic over their number, so the hash and the
+//! compares see the other words as zero; `OFFSET 26 LEN 12` is two loads
+//! and a mask), `KEY FLOW` the 5-tuple straight into key words (the
+//! reference goes through `FlowKey`, so the differential tests compare
+//! the two readings). Packets that reading declines (shorter than the
+//! whole words, no network header) go through the general extraction in
+//! a second pass; tag collisions (a matching tag, another key) search
+//! both buckets after the key loop. With all this the 1M-key `OFFSET` row
+//! went from 249 to 147 instructions a packet, 50 % hit 259 to 172 (`perf
+//! stat`, session 10). Tried and dropped: prefetching only the first
+//! bucket's tags (most keys live there; no change in cycles). Inserts move
+//! keys to their other bucket along the shortest path a breadth-first
+//! search finds (at most 512 buckets).
+//!
+//! Both arrays are `Huge` arrays: their memory starts at a 2 MiB boundary
+//! and is advised and collapsed into 2 MiB pages, so that the 2.35 MB tag
+//! array of the 1M-key table lies on huge pages too (a `Vec` of that size
+//! held no whole 2 MiB page: AnonHugePages 70 -> 78 MB, 140-150 -> 122-130
+//! cycles a packet, session 10). A random lookup in the 75 MB table then
+//! costs a cache miss, not also a guest page walk. Nothing is allocated per
+//! packet; a batch of hits goes on whole, and a mixed batch is split with
+//! `Batch::split_into` (each output's packets counted first, then written
+//! to their places, order kept: the 50 %-hit row 42.1 / 42.9 -> 38.9 /
+//! 39.5 ns in two alternated runs, session 9, against a push a packet).
 //!
 //! Measured (`linerate bench elements CuckooHash`, 1,000,000 keys, on a
-//! shared 2-vCPU VM; docs/performance.md): 35 to 55 ns per packet with
+//! shared 2-vCPU VM; docs/performance.md): about 30 ns per packet with
 //! all keys found, short of the 60 Mpps (16.7 ns). The profile:
-//! about 255 instructions a packet (key extraction, hashing, the stages'
-//! bookkeeping, splitting the batch) and, with the whole table in play,
-//! the prefetches of 64 packets' buckets and entries waiting on DRAM once
-//! the core's outstanding misses are used up.
+//! the prefetch instructions themselves take most of the cycles' samples:
+//! the host backs the VM's memory with 4 KiB pages, so every random entry
+//! (and often tag) access misses the TLB (about 1.2 second-level TLB
+//! misses a packet, `perf stat`) and the page walks, not the
+//! instructions, bound the rate.
 
 use super::cuckoocore::{packet_flow_key, read_table, table_lines, Cuckoo, Key, KeySpec, Loc};
 use linerate_args::{Args, Raw};

@@ -96,9 +96,11 @@
 //! marks misses; hits and misses are counted in registers. The last-seen
 //! times are written back to the flow table only when a line is evicted
 //! or the table is swept, so a hit touches nothing but its set and its
-//! key. 414 -> 353 instructions a packet (`perf stat`, bench
-//! configuration, `MarkIPHeader` excluded, session 10), of which the
-//! split below 6.
+//! key. 391 -> 353 instructions a packet (`perf stat`, bench
+//! configuration, `MarkIPHeader` excluded; 414 -> 376 with it; session
+//! 10), of which the split below 6; its cycles did not move (172-178 a
+//! packet before and after, base included): the fast path waits on
+//! memory, see below.
 //!
 //! The flow table is `CuckooHash`'s bucketized cuckoo table; the slow
 //! path prefetches its buckets and entries for a whole group of up to 16

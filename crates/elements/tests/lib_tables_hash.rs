@@ -404,14 +404,22 @@ proptest! {
         pkts in traffic(),
         entries in proptest::collection::vec((0u8..40, any::<u32>()), 0..30),
         cap in 1u32..40,
-        key in 0usize..3,
+        key in 0usize..5,
         ops in proptest::collection::vec((0u8..3, 0u8..40, any::<u32>()), 0..20),
     ) {
         let input = pcap(&pkts);
         let (spec, text): (&str, fn(u8) -> String) = match key {
             0 => ("FLOW", flow_text),
             1 => ("SRC", |f| format!("10.0.0.{}", f % 5)),
-            _ => ("OFFSET 20 LEN 2", |f| format!("{:04x}", 1000 + u16::from(f / 5))),
+            2 => ("OFFSET 20 LEN 2", |f| format!("{:04x}", 1000 + u16::from(f / 5))),
+            // Two words; the second runs past a UDP packet's end at
+            // offset 14 (the fast reading declines, the general one reads).
+            3 => ("OFFSET 12 LEN 12", |f| {
+                format!("0a0000{:02x}0a010001{:04x}0050", f % 5, 1000 + u16::from(f / 5))
+            }),
+            _ => ("OFFSET 14 LEN 12", |f| {
+                format!("00{:02x}0a010001{:04x}00500000", f % 5, 1000 + u16::from(f / 5))
+            }),
         };
         let mut t = String::new();
         for (f, v) in &entries {

@@ -144,13 +144,12 @@
 use super::microflowtable::{hash_key, Microflow};
 use super::record::{end_reason, Direction, FlowRecord};
 use crate::hint::prefetch;
-use crate::tables::cuckoocore::huge_pages;
+use crate::tables::cuckoocore::{Huge, Zeroed};
 use linerate_runtime::flow::FlowKey;
 use linerate_runtime::{Batch, ConfigureCtx, Ctx, Element, ElementClass, HandlerSpec, MAX_BATCH};
 use std::any::Any;
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
-use std::mem::MaybeUninit;
 
 /// The `FlowAggregator` element class.
 pub const CLASS: ElementClass = ElementClass {
@@ -196,100 +195,6 @@ fn same_key_reversed(a: &FlowKey, b: &FlowKey) -> bool {
     let y = u128::from_ne_bytes(a.dst) ^ u128::from_ne_bytes(b.src);
     (x | y) == 0 && tail(a, false) == tail(b, true)
 }
-
-/// Types for which all-zero bytes are a valid value (integers only).
-///
-/// # Safety
-/// Implement only for types whose fields are integers or arrays of them.
-unsafe trait Zeroed: Copy {}
-
-// SAFETY: an integer.
-unsafe impl Zeroed for u64 {}
-
-/// A fixed-length, zero-filled array whose memory starts at a 2 MiB
-/// boundary and is backed by 2 MiB pages where it spans one or more (a
-/// random access to a table of tens of megabytes then costs a cache
-/// miss, not also a TLB miss and a page walk). A `Vec`'s memory starts
-/// wherever the allocator puts it, often inside the heap already mapped
-/// with 4 KiB pages: a 2 MiB index there got no huge page at all, and a
-/// grown slab only some (measured: a 4 KiB page walk every other
-/// microflow).
-struct Huge<T: Zeroed> {
-    ptr: std::ptr::NonNull<T>,
-    len: usize,
-}
-
-impl<T: Zeroed> Huge<T> {
-    const PAGE: usize = 2 << 20;
-
-    /// The allocation of `len` entries (`None` for no bytes).
-    fn layout(len: usize) -> Option<std::alloc::Layout> {
-        let bytes = len.checked_mul(std::mem::size_of::<T>())?;
-        let align = if bytes >= Self::PAGE / 2 {
-            Self::PAGE
-        } else {
-            std::mem::align_of::<T>()
-        };
-        let l = std::alloc::Layout::from_size_align(bytes.next_multiple_of(align), align);
-        (bytes > 0).then(|| l.expect("table too large"))
-    }
-
-    /// `len` all-zero entries.
-    fn new(len: usize) -> Huge<T> {
-        let Some(l) = Self::layout(len) else {
-            return Huge {
-                ptr: std::ptr::NonNull::dangling(),
-                len,
-            };
-        };
-        // SAFETY: `l` has a non-zero size.
-        let p = unsafe { std::alloc::alloc(l) };
-        let Some(ptr) = std::ptr::NonNull::new(p as *mut T) else {
-            std::alloc::handle_alloc_error(l)
-        };
-        // SAFETY: the allocation holds `l.size()` bytes; the slice of
-        // `MaybeUninit` bytes reads none of them (the advice only changes
-        // the pages backing it).
-        let raw = unsafe { std::slice::from_raw_parts(p as *const MaybeUninit<u8>, l.size()) };
-        huge_pages(raw, false);
-        // SAFETY: `len` entries fit in the allocation, aligned for `T`;
-        // all-zero bytes are a valid `T` (`Zeroed`).
-        unsafe { std::ptr::write_bytes(ptr.as_ptr(), 0, len) };
-        let v = Huge { ptr, len };
-        // Memory the allocator had mapped before keeps its 4 KiB pages
-        // unless collapsed now.
-        huge_pages(&v, true);
-        v
-    }
-}
-
-impl<T: Zeroed> std::ops::Deref for Huge<T> {
-    type Target = [T];
-    fn deref(&self) -> &[T] {
-        // SAFETY: `ptr` holds `len` initialized entries (or is dangling
-        // with no bytes) and lives as long as `self`.
-        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
-    }
-}
-
-impl<T: Zeroed> std::ops::DerefMut for Huge<T> {
-    fn deref_mut(&mut self) -> &mut [T] {
-        // SAFETY: as `deref`, and `&mut self` makes the borrow unique.
-        unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.len) }
-    }
-}
-
-impl<T: Zeroed> Drop for Huge<T> {
-    fn drop(&mut self) {
-        if let Some(l) = Self::layout(self.len) {
-            // SAFETY: allocated in `new` with this layout.
-            unsafe { std::alloc::dealloc(self.ptr.as_ptr() as *mut u8, l) };
-        }
-    }
-}
-
-// SAFETY: `Huge` owns its entries like a `Box<[T]>`.
-unsafe impl<T: Zeroed + Send> Send for Huge<T> {}
 
 /// The microflow record that is packet data `b`, read in place when `b` is
 /// aligned for it (packet data is, behind its 128 bytes of headroom):

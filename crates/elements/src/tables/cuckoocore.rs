@@ -9,6 +9,7 @@ use linerate_runtime::flow::{key_words, map_v4, FlowKey, KeyRules};
 use linerate_runtime::Packet;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
+use std::mem::MaybeUninit;
 use std::net::IpAddr;
 
 /// Largest key in bytes (a [`FlowKey`] takes 38).
@@ -224,38 +225,36 @@ impl KeySpec {
         Some(pack(&b))
     }
 
-    /// [`extract`](Self::extract) for the fast path, the same keys: a
-    /// 5-tuple read straight into key words ([`packet_flow_key`]) and
-    /// packet bytes as whole little-endian words, the last one masked,
-    /// where the packet has the word's bytes (the byte copy otherwise).
-    /// For `OFFSET 26 LEN 12` this is two loads and a mask instead of a
-    /// 40-byte buffer filled byte-wise and packed.
+    /// An `OFFSET off LEN len` key of `W` words (`W = len.div_ceil(8)`)
+    /// read as whole little-endian words, the last one and'ed with `last`
+    /// (the mask of its `len - 8 * (W - 1)` key bytes): the same key as
+    /// [`extract`](Self::extract). `None` where the packet does not hold
+    /// `8 * W` bytes from `off` (`extract` then decides, as it copes with a
+    /// last word that runs past the packet's end). Generic over `W` so that
+    /// the hash and the table's key compare see the other words as zero;
+    /// it calls nothing, so a loop around it keeps its values in registers.
     #[inline(always)]
-    pub(crate) fn extract_fast(&self, p: &Packet) -> Option<Key> {
-        match *self {
-            KeySpec::Flow => packet_flow_key(p),
-            KeySpec::Bytes { off, len } => {
-                let data = p.data();
-                let end = off.checked_add(len)?;
-                let w = match data.get(off..off.saturating_add(len.next_multiple_of(8))) {
-                    Some(w) => w,
-                    None if end <= data.len() => return self.extract(p),
-                    None => return None,
-                };
-                let mut k = [0u64; 5];
-                for (i, x) in k.iter_mut().enumerate() {
-                    let lo = i * 8;
-                    if lo < len {
-                        let mut y = [0u8; 8];
-                        y.copy_from_slice(&w[lo..lo + 8]);
-                        let keep = (len - lo).min(8) * 8;
-                        *x = u64::from_le_bytes(y) & (u64::MAX >> (64 - keep));
-                    }
-                }
-                Some(k)
-            }
-            _ => self.extract(p),
+    pub(crate) fn read_words<const W: usize>(p: &Packet, off: usize, last: u64) -> Option<Key> {
+        let d = p.data();
+        let end = off.checked_add(8 * W)?;
+        if end > d.len() {
+            return None;
         }
+        let w = &d[off..end];
+        let mut k = [0u64; 5];
+        for i in 0..W {
+            let mut y = [0u8; 8];
+            y.copy_from_slice(&w[8 * i..8 * i + 8]);
+            k[i] = u64::from_le_bytes(y);
+        }
+        k[W - 1] &= last;
+        Some(k)
+    }
+
+    /// The mask of the last word of an `OFFSET`/`LEN` key of `len` bytes
+    /// (1 to [`MAX_KEY`]), for [`read_words`](Self::read_words).
+    pub(crate) fn last_word_mask(len: usize) -> u64 {
+        u64::MAX >> (64 - 8 * (len - 8 * (len.div_ceil(8) - 1)))
     }
 
     /// Parse the text form of a key (handlers and table files): a 5-tuple
@@ -291,17 +290,23 @@ const SMALL: usize = 1024;
 const BFS_MAX: usize = 512;
 
 /// One bucket's tags, 16 bytes: four buckets share a cache line.
-#[derive(Clone, Copy, Default)]
+#[derive(Clone, Copy)]
 #[repr(C, align(16))]
 struct Tags([u16; SLOTS]);
 
+// SAFETY: an array of integers (all zero: an empty bucket).
+unsafe impl Zeroed for Tags {}
+
 /// A key and its value: one cache line.
-#[derive(Clone, Copy, Default)]
+#[derive(Clone, Copy)]
 #[repr(C, align(64))]
 struct Entry {
     key: Key,
     value: u32,
 }
+
+// SAFETY: integers and an array of them (and padding).
+unsafe impl Zeroed for Entry {}
 
 /// Where a key may live: its two buckets and its tag.
 #[derive(Clone, Copy, Default)]
@@ -321,22 +326,39 @@ pub(crate) struct Loc {
 /// bucket along the shortest path a breadth-first search finds (at most
 /// [`BFS_MAX`] buckets visited, then the insert fails).
 pub(crate) struct Cuckoo {
-    tags: Vec<Tags>,
-    entries: Vec<Entry>,
+    tags: Huge<Tags>,
+    entries: Huge<Entry>,
     nbuckets: u32,
     len: usize,
     capacity: usize,
 }
 
-/// Bit `i` set where `t[i] == tag` (the compiler makes this one vector
-/// compare and a mask extraction).
+/// Bit `i` set where `t[i] == tag`: one 16-byte compare, a pack to bytes
+/// and a mask extraction (the loop the compiler made of eight compares
+/// took 20 instructions a bucket).
 #[inline(always)]
 fn match_mask(t: &Tags, tag: u16) -> u32 {
-    let mut m = 0u32;
-    for i in 0..SLOTS {
-        m |= u32::from(t.0[i] == tag) << i;
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::*;
+        // SAFETY: SSE2 is part of the x86_64 baseline; `Tags` is 16 bytes,
+        // 16-byte aligned (`repr(align(16))`).
+        unsafe {
+            let eq = _mm_cmpeq_epi16(
+                _mm_load_si128(t.0.as_ptr() as *const __m128i),
+                _mm_set1_epi16(tag as i16),
+            );
+            _mm_movemask_epi8(_mm_packs_epi16(eq, _mm_setzero_si128())) as u32
+        }
     }
-    m
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let mut m = 0u32;
+        for i in 0..SLOTS {
+            m |= u32::from(t.0[i] == tag) << i;
+        }
+        m
+    }
 }
 
 impl Cuckoo {
@@ -350,8 +372,8 @@ impl Cuckoo {
         let nb = (capacity * 100 / load).div_ceil(SLOTS).max(2);
         let nb = nb.min(u32::MAX as usize / SLOTS);
         Cuckoo {
-            tags: huge_vec(nb, Tags::default()),
-            entries: huge_vec(nb * SLOTS, Entry::default()),
+            tags: Huge::new(nb),
+            entries: Huge::new(nb * SLOTS),
             nbuckets: nb as u32,
             len: 0,
             capacity,
@@ -410,8 +432,9 @@ impl Cuckoo {
     #[inline(always)]
     pub(crate) fn locate(&self, k: &Key) -> Loc {
         let l = self.loc(hash(k));
-        prefetch(&self.tags[l.b1 as usize]);
-        prefetch(&self.tags[l.b2 as usize]);
+        // A prefetch never faults: no bounds test (both are in bounds).
+        prefetch(self.tags.as_ptr().wrapping_add(l.b1 as usize));
+        prefetch(self.tags.as_ptr().wrapping_add(l.b2 as usize));
         l
     }
 
@@ -419,7 +442,7 @@ impl Cuckoo {
     /// bit `i` of `valid` set for the keys that exist): compare every
     /// key's tags and prefetch its matching slot, then compare keys. The
     /// value of key `i` goes to `out[i]`; returns the mask of keys found.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn resolve(&self, keys: &[Key], locs: &[Loc], valid: u64, out: &mut [u32]) -> u64 {
         const N: usize = 64;
         let n = keys.len().min(locs.len()).min(out.len()).min(N);
@@ -442,23 +465,30 @@ impl Cuckoo {
             } else {
                 continue;
             };
-            prefetch(&self.entries[s]);
+            prefetch(self.entries.as_ptr().wrapping_add(s));
             cand[i] = s as u32;
             has |= 1 << i;
         }
-        let mut found = 0u64;
+        let (mut found, mut collided) = (0u64, 0u64);
         while has != 0 {
             let i = has.trailing_zeros() as usize;
             has &= has - 1;
             let e = &self.entries[cand[i] as usize];
-            let v = if key_eq(&e.key, &keys[i]) {
-                Some(e.value)
+            if key_eq(&e.key, &keys[i]) {
+                out[i] = e.value;
+                found |= 1 << i;
             } else {
-                // A tag collision: search both buckets in full.
-                self.find(&keys[i], locs[i]).map(|s| self.entries[s].value)
-            };
-            if let Some(v) = v {
-                out[i] = v;
+                collided |= 1 << i;
+            }
+        }
+        // Tag collisions (about one key in 4,000 with 8-slot buckets): both
+        // buckets searched in full, after the loop, which then calls
+        // nothing and keeps its values in registers.
+        while collided != 0 {
+            let i = collided.trailing_zeros() as usize;
+            collided &= collided - 1;
+            if let Some(s) = self.find(&keys[i], locs[i]) {
+                out[i] = self.entries[s].value;
                 found |= 1 << i;
             }
         }
@@ -615,26 +645,102 @@ pub(crate) fn huge_pages<T>(v: &[T], collapse: bool) {
     let _ = (v, collapse);
 }
 
-/// A vector of `n` copies of `v` whose memory the kernel is asked to back
-/// with 2 MiB pages: a lookup in a table of tens of megabytes then costs a
-/// cache miss, not also a TLB miss and a page walk (which under
-/// virtualisation reads up to 24 page-table entries). Fresh memory gets
-/// huge pages as it is filled; memory the allocator hands back from an
-/// earlier, freed table is already mapped with 4 KiB pages and is
-/// collapsed after the fill (without that, measured, a router built after
-/// another one got no huge page at all).
-pub(crate) fn huge_vec<T: Clone>(n: usize, v: T) -> Vec<T> {
-    let mut x: Vec<T> = Vec::with_capacity(n);
-    #[cfg(target_os = "linux")]
-    advise(
-        x.as_ptr() as usize,
-        n * std::mem::size_of::<T>(),
-        libc::MADV_HUGEPAGE,
-    );
-    x.resize(n, v);
-    huge_pages(&x, true);
-    x
+/// Types for which all-zero bytes are a valid value, the element type of
+/// a [`Huge`] array.
+///
+/// # Safety
+/// Implement only for integers, arrays of them and structs whose fields
+/// are all of these (no references, `bool`s, enums or `NonZero`s); the
+/// bytes of a struct's padding may hold anything.
+pub(crate) unsafe trait Zeroed: Copy {}
+
+// SAFETY: an integer.
+unsafe impl Zeroed for u64 {}
+
+/// A fixed-length, zero-filled array whose memory starts at a 2 MiB
+/// boundary and is backed by 2 MiB pages where it spans one or more (a
+/// random access to a table of tens of megabytes then costs a cache
+/// miss, not also a TLB miss and a page walk). A `Vec`'s memory starts
+/// wherever the allocator puts it, often inside the heap already mapped
+/// with 4 KiB pages: a 2 MiB index there got no huge page at all, and a
+/// grown slab only some (measured: a 4 KiB page walk every other
+/// microflow in `FlowAggregator`).
+pub(crate) struct Huge<T: Zeroed> {
+    ptr: std::ptr::NonNull<T>,
+    len: usize,
 }
+
+impl<T: Zeroed> Huge<T> {
+    const PAGE: usize = 2 << 20;
+
+    /// The allocation of `len` entries (`None` for no bytes).
+    fn layout(len: usize) -> Option<std::alloc::Layout> {
+        let bytes = len.checked_mul(std::mem::size_of::<T>())?;
+        let align = if bytes >= Self::PAGE / 2 {
+            Self::PAGE
+        } else {
+            std::mem::align_of::<T>()
+        };
+        let l = std::alloc::Layout::from_size_align(bytes.next_multiple_of(align), align);
+        (bytes > 0).then(|| l.expect("table too large"))
+    }
+
+    /// `len` all-zero entries.
+    pub(crate) fn new(len: usize) -> Huge<T> {
+        let Some(l) = Self::layout(len) else {
+            return Huge {
+                ptr: std::ptr::NonNull::dangling(),
+                len,
+            };
+        };
+        // SAFETY: `l` has a non-zero size.
+        let p = unsafe { std::alloc::alloc(l) };
+        let Some(ptr) = std::ptr::NonNull::new(p as *mut T) else {
+            std::alloc::handle_alloc_error(l)
+        };
+        // SAFETY: the allocation holds `l.size()` bytes; the slice of
+        // `MaybeUninit` bytes reads none of them (the advice only changes
+        // the pages backing it).
+        let raw = unsafe { std::slice::from_raw_parts(p as *const MaybeUninit<u8>, l.size()) };
+        huge_pages(raw, false);
+        // SAFETY: `len` entries fit in the allocation, aligned for `T`;
+        // all-zero bytes are a valid `T` (`Zeroed`).
+        unsafe { std::ptr::write_bytes(ptr.as_ptr(), 0, len) };
+        let v = Huge { ptr, len };
+        // Memory the allocator had mapped before keeps its 4 KiB pages
+        // unless collapsed now.
+        huge_pages(&v, true);
+        v
+    }
+}
+
+impl<T: Zeroed> std::ops::Deref for Huge<T> {
+    type Target = [T];
+    fn deref(&self) -> &[T] {
+        // SAFETY: `ptr` holds `len` initialized entries (or is dangling
+        // with no bytes) and lives as long as `self`.
+        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
+    }
+}
+
+impl<T: Zeroed> std::ops::DerefMut for Huge<T> {
+    fn deref_mut(&mut self) -> &mut [T] {
+        // SAFETY: as `deref`, and `&mut self` makes the borrow unique.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.len) }
+    }
+}
+
+impl<T: Zeroed> Drop for Huge<T> {
+    fn drop(&mut self) {
+        if let Some(l) = Self::layout(self.len) {
+            // SAFETY: allocated in `new` with this layout.
+            unsafe { std::alloc::dealloc(self.ptr.as_ptr() as *mut u8, l) };
+        }
+    }
+}
+
+// SAFETY: `Huge` owns its entries like a `Box<[T]>`.
+unsafe impl<T: Zeroed + Send> Send for Huge<T> {}
 
 /// Flow ids: the smallest free id first, so that any implementation that
 /// frees the same ids hands out the same ones.
@@ -743,7 +849,20 @@ mod tests {
     #[test]
     fn byte_keys_long_and_short_packets() {
         let data: Vec<u8> = (1..=100).collect();
-        for (off, len) in [(3, 13), (0, 40), (50, 8), (60, 40), (90, 10), (95, 6)] {
+        for (off, len) in [
+            (3, 13),
+            (0, 40),
+            (50, 8),
+            (60, 40),
+            (90, 10),
+            (95, 6),
+            (26, 12),
+            (0, 1),
+            (99, 1),
+            (88, 12),
+            (61, 39),
+            (100, 1),
+        ] {
             let spec = KeySpec::Bytes { off, len };
             let p = Packet::from_slice(&data);
             let hex: String = data.get(off..off + len).map_or(String::new(), |b| {
@@ -751,7 +870,20 @@ mod tests {
             });
             let want = (off + len <= data.len()).then(|| spec.parse_key(&hex).unwrap());
             assert_eq!(spec.extract(&p), want, "OFFSET {off} LEN {len}");
-            assert_eq!(spec.extract_fast(&p), want, "OFFSET {off} LEN {len}");
+            let last = KeySpec::last_word_mask(len);
+            let fast = match len.div_ceil(8) {
+                1 => KeySpec::read_words::<1>(&p, off, last),
+                2 => KeySpec::read_words::<2>(&p, off, last),
+                3 => KeySpec::read_words::<3>(&p, off, last),
+                4 => KeySpec::read_words::<4>(&p, off, last),
+                _ => KeySpec::read_words::<5>(&p, off, last),
+            };
+            // `None`: the element asks `extract`.
+            assert_eq!(
+                fast.or_else(|| spec.extract(&p)),
+                want,
+                "OFFSET {off} LEN {len}"
+            );
         }
     }
 
@@ -803,7 +935,6 @@ mod tests {
             p.anno_mut().set_u8(offsets::L4_PROTO, anno);
             let want = FlowKey::from_packet(&p).map(|f| flow_key(&f));
             prop_assert_eq!(packet_flow_key(&p), want);
-            prop_assert_eq!(KeySpec::Flow.extract_fast(&p), want);
         }
 
         /// The cuckoo table answers as a `HashMap` with the same capacity.

@@ -66,48 +66,58 @@
 //! tags in one array (16 bytes a bucket, four buckets a cache line), keys
 //! and values in another, one 64-byte line per slot. A batch is looked up
 //! 64 packets at a time in stages, as DPDK's `rte_hash_lookup_bulk`: each
-//! packet's key is extracted, hashed and both candidate buckets' tags
-//! prefetched at once, so the misses overlap the extraction of the
-//! following packets; then every key's tags are compared (one vector
-//! compare per bucket) and its matching slot prefetched; then keys are
-//! compared and hits annotated. The group's keys, locations and values
-//! are arrays on the stack and which packets have a key, and which were
-//! found, are 64-bit masks, so the later stages skip the others without a
-//! branch per packet. `KEY FLOW` reads the 5-tuple straight into key
-//! words instead of building a `FlowKey` first (the reference keeps
-//! `FlowKey`, so the differential tests compare the two readings): 361 to
-//! 314 instructions a packet with `MarkIPHeader` (`perf stat`,
-//! 2026-11-22). Tried and dropped: bit masks per group instead of a class
-//! byte per packet, and byte keys read with one load per word; they cut
-//! 257 to 222 instructions a packet (`KEY FLOW` to 280) but, in repeated
-//! `perf stat` runs, raised the cycles of the 1M-key `OFFSET` row by
-//! 15-30 %. Inserts move keys to their other bucket along the shortest
-//! path a breadth-first search finds (at most 512 buckets).
+//! packet's key is read, hashed and both candidate buckets' tags
+//! prefetched at once, so the misses overlap the reading of the following
+//! packets; then every key's tags are compared (one SSE2 compare and pack
+//! a bucket) and its matching slot prefetched; then keys are compared and
+//! hits annotated. The group's keys, locations and values are arrays on
+//! the stack; which packets have a key, and which were found, are two
+//! 64-bit masks a group, so the later stages skip the others without a
+//! branch a packet, and a batch whose packets all hit leaves without a
+//! byte of per-packet bookkeeping (the output classes are built only for
+//! a batch that is split).
 //!
-//! Both arrays are backed by 2 MiB pages: `MADV_HUGEPAGE` before they are
-//! filled and `MADV_COLLAPSE` after (memory the allocator reuses from a
-//! table freed earlier is already mapped with 4 KiB pages, and the first
-//! call alone left such a table without a single huge page). A random
-//! lookup in the 75 MB table then costs a cache miss, not also a TLB miss
-//! and a page walk; this took 15-30 % off the 1M-key rows. Nothing is
-//! allocated per packet; a batch of hits goes on whole, and a mixed batch
-//! is split with `Batch::split_into` (each output's packets counted first,
-//! then written to their places, order kept: the 50 %-hit row 42.1 / 42.9
-//! -> 38.9 / 39.5 ns in two alternated runs, session 9, against a push a
-//! packet).
+//! The first stage is one loop per key reading, none of which calls
+//! anything (a call in the loop, even on a rare path, kept its values in
+//! memory for every packet): `OFFSET O LEN N` reads the key as whole
+//! little-endian words (a generic over their number, so the hash and the
+//! compares see the other words as zero; `OFFSET 26 LEN 12` is two loads
+//! and a mask), `KEY FLOW` the 5-tuple straight into key words (the
+//! reference goes through `FlowKey`, so the differential tests compare
+//! the two readings). Packets that reading declines (shorter than the
+//! whole words, no network header) go through the general extraction in
+//! a second pass; tag collisions (a matching tag, another key) search
+//! both buckets after the key loop. With all this the 1M-key `OFFSET` row
+//! went from 249 to 147 instructions a packet, 50 % hit 259 to 172 (`perf
+//! stat`, session 10). Tried and dropped: prefetching only the first
+//! bucket's tags (most keys live there; no change in cycles). Inserts move
+//! keys to their other bucket along the shortest path a breadth-first
+//! search finds (at most 512 buckets).
+//!
+//! Both arrays are `Huge` arrays: their memory starts at a 2 MiB boundary
+//! and is advised and collapsed into 2 MiB pages, so that the 2.35 MB tag
+//! array of the 1M-key table lies on huge pages too (a `Vec` of that size
+//! held no whole 2 MiB page: AnonHugePages 70 -> 78 MB, 140-150 -> 122-130
+//! cycles a packet, session 10). A random lookup in the 75 MB table then
+//! costs a cache miss, not also a guest page walk. Nothing is allocated per
+//! packet; a batch of hits goes on whole, and a mixed batch is split with
+//! `Batch::split_into` (each output's packets counted first, then written
+//! to their places, order kept: the 50 %-hit row 42.1 / 42.9 -> 38.9 /
+//! 39.5 ns in two alternated runs, session 9, against a push a packet).
 //!
 //! Measured (`linerate bench elements CuckooHash`, 1,000,000 keys, on a
-//! shared 2-vCPU VM; docs/performance.md): 35 to 55 ns per packet with
+//! shared 2-vCPU VM; docs/performance.md): about 30 ns per packet with
 //! all keys found, short of the 60 Mpps (16.7 ns). The profile:
-//! about 255 instructions a packet (key extraction, hashing, the stages'
-//! bookkeeping, splitting the batch) and, with the whole table in play,
-//! the prefetches of 64 packets' buckets and entries waiting on DRAM once
-//! the core's outstanding misses are used up.
+//! the prefetch instructions themselves take most of the cycles' samples:
+//! the host backs the VM's memory with 4 KiB pages, so every random entry
+//! (and often tag) access misses the TLB (about 1.2 second-level TLB
+//! misses a packet, `perf stat`) and the page walks, not the
+//! instructions, bound the rate.
 
-use super::cuckoocore::{read_table, table_lines, Cuckoo, Key, KeySpec, Loc};
+use super::cuckoocore::{packet_flow_key, read_table, table_lines, Cuckoo, Key, KeySpec, Loc};
 use linerate_args::{Args, Raw};
 use linerate_runtime::anno::anno_by_name;
-use linerate_runtime::{Batch, ConfigureCtx, Ctx, Element, ElementClass, HandlerSpec};
+use linerate_runtime::{Batch, ConfigureCtx, Ctx, Element, ElementClass, HandlerSpec, Packet};
 use std::any::Any;
 use std::collections::HashMap;
 
@@ -184,8 +194,12 @@ struct CuckooHash {
     misses: u64,
     drops: u64,
     lookup_result: String,
-    /// Per-packet class of the current batch (kept to avoid allocating).
+    /// Per-packet output of the current batch, for a split (kept to
+    /// avoid allocating).
     class: Vec<u8>,
+    /// Per group of [`GROUP`] packets: which have a key, which were
+    /// found (kept to avoid allocating).
+    masks: Vec<(u64, u64)>,
 }
 
 fn make(ctx: &ConfigureCtx<'_>) -> Result<Box<dyn Element>, Vec<String>> {
@@ -230,6 +244,7 @@ fn make(ctx: &ConfigureCtx<'_>) -> Result<Box<dyn Element>, Vec<String>> {
         drops: 0,
         lookup_result: String::new(),
         class: Vec::new(),
+        masks: Vec::new(),
     };
     if let Some(f) = file {
         if let Err(m) = e.load(&f) {
@@ -285,70 +300,156 @@ impl CuckooHash {
         Ok(())
     }
 
-    /// Classify the packets of `batch` into `self.class` and annotate
-    /// hits; returns the numbers of hits and of packets without a key.
+    /// Look up the packets of `batch`, annotate hits and leave a group's
+    /// masks of packets with a key and of keys found in `self.masks`;
+    /// returns the numbers of hits and of packets without a key.
     fn classify(&mut self, batch: &mut Batch) -> (usize, usize) {
-        let spec = self.spec;
-        let anno = self.anno;
-        self.class.clear();
-        let (mut hits, mut bad) = (0, 0);
-        match &self.table {
-            Table::Fast(t) => {
-                for group in batch.as_mut_slice().chunks_mut(GROUP) {
-                    // Struct of arrays: keys, locations, values; bit masks
-                    // for the packets with a key and the keys found.
-                    let mut keys = [[0u64; 5]; GROUP];
-                    let mut locs = [Loc::default(); GROUP];
-                    let mut vals = [0u32; GROUP];
-                    let mut valid = 0u64;
-                    let n = group.len();
-                    for (i, p) in group.iter().enumerate() {
-                        if let Some(k) = spec.extract_fast(p) {
-                            locs[i] = t.locate(&k);
-                            keys[i] = k;
-                            valid |= 1 << i;
-                        }
-                    }
-                    let found = t.resolve(&keys[..n], &locs[..n], valid, &mut vals[..n]);
-                    hits += found.count_ones() as usize;
-                    bad += n - valid.count_ones() as usize;
-                    for (i, p) in group.iter_mut().enumerate() {
-                        self.class.push(if found >> i & 1 != 0 {
-                            if let Some(o) = anno {
-                                p.anno_mut().set_u32(o, vals[i]);
-                            }
-                            HIT
-                        } else if valid >> i & 1 != 0 {
-                            MISS
-                        } else {
-                            BAD
-                        });
-                    }
+        self.masks.clear();
+        let (spec, anno, masks) = (self.spec, self.anno, &mut self.masks);
+        let t = match &self.table {
+            Table::Fast(t) => t,
+            Table::Reference(m, _) => return classify_reference(m, spec, anno, batch, masks),
+        };
+        let ps = batch.as_mut_slice();
+        // One loop per key reading, so that each reads its key inline.
+        match spec {
+            KeySpec::Bytes { off, len } => {
+                let last = KeySpec::last_word_mask(len);
+                match len.div_ceil(8) {
+                    1 => lookup(t, spec, anno, ps, masks, |p| {
+                        KeySpec::read_words::<1>(p, off, last)
+                    }),
+                    2 => lookup(t, spec, anno, ps, masks, |p| {
+                        KeySpec::read_words::<2>(p, off, last)
+                    }),
+                    3 => lookup(t, spec, anno, ps, masks, |p| {
+                        KeySpec::read_words::<3>(p, off, last)
+                    }),
+                    4 => lookup(t, spec, anno, ps, masks, |p| {
+                        KeySpec::read_words::<4>(p, off, last)
+                    }),
+                    _ => lookup(t, spec, anno, ps, masks, |p| {
+                        KeySpec::read_words::<5>(p, off, last)
+                    }),
                 }
             }
-            Table::Reference(m, _) => {
-                for p in batch.iter_mut() {
-                    self.class.push(match spec.extract(p) {
-                        None => {
-                            bad += 1;
-                            BAD
-                        }
-                        Some(k) => match m.get(&k) {
-                            None => MISS,
-                            Some(&v) => {
-                                if let Some(o) = anno {
-                                    p.anno_mut().set_u32(o, v);
-                                }
-                                hits += 1;
-                                HIT
-                            }
-                        },
-                    });
-                }
+            KeySpec::Flow => lookup(t, spec, anno, ps, masks, packet_flow_key),
+            _ => lookup(t, spec, anno, ps, masks, |p| spec.extract(p)),
+        }
+    }
+
+    /// Each packet's output (`HIT`, `MISS`, `BAD`) into `self.class`, from
+    /// the masks of [`classify`](Self::classify).
+    fn classes(&mut self, n: usize) {
+        self.class.clear();
+        for (g, &(valid, found)) in self.masks.iter().enumerate() {
+            for i in 0..(n - g * GROUP).min(GROUP) {
+                self.class.push(if found >> i & 1 != 0 {
+                    HIT
+                } else if valid >> i & 1 != 0 {
+                    MISS
+                } else {
+                    BAD
+                });
             }
         }
-        (hits, bad)
     }
+}
+
+/// The fast table's lookup of `ps`, [`GROUP`] packets at a time in
+/// stages: `read` each packet's key (inline, calling nothing), hash it
+/// and prefetch both candidate buckets' tags; then the packets `read`
+/// left without a key through [`KeySpec::extract`] (out of line: short
+/// packets, keys the fast reading does not take); then compare tags,
+/// prefetch the matching entries and compare keys
+/// ([`Cuckoo::resolve`]); then annotate the hits. Pushes each group's
+/// masks (packets with a key, keys found); returns hits and packets
+/// without a key.
+#[inline(always)]
+fn lookup(
+    t: &Cuckoo,
+    spec: KeySpec,
+    anno: Option<usize>,
+    ps: &mut [Packet],
+    masks: &mut Vec<(u64, u64)>,
+    read: impl Fn(&Packet) -> Option<Key>,
+) -> (usize, usize) {
+    let (mut hits, mut bad) = (0, 0);
+    for group in ps.chunks_mut(GROUP) {
+        let mut keys = [[0u64; 5]; GROUP];
+        let mut locs = [Loc::default(); GROUP];
+        let mut vals = [0u32; GROUP];
+        let mut valid = 0u64;
+        let n = group.len();
+        for (i, p) in group.iter().enumerate() {
+            if let Some(k) = read(p) {
+                locs[i] = t.locate(&k);
+                keys[i] = k;
+                valid |= 1 << i;
+            }
+        }
+        let mut rest = !valid & (u64::MAX >> (64 - n));
+        while rest != 0 {
+            let i = rest.trailing_zeros() as usize;
+            rest &= rest - 1;
+            if let Some(k) = extract_slow(spec, &group[i]) {
+                locs[i] = t.locate(&k);
+                keys[i] = k;
+                valid |= 1 << i;
+            }
+        }
+        let found = t.resolve(&keys[..n], &locs[..n], valid, &mut vals[..n]);
+        if let Some(o) = anno {
+            let mut f = found;
+            while f != 0 {
+                let i = f.trailing_zeros() as usize;
+                f &= f - 1;
+                group[i].anno_mut().set_u32(o, vals[i]);
+            }
+        }
+        hits += found.count_ones() as usize;
+        bad += n - valid.count_ones() as usize;
+        masks.push((valid, found));
+    }
+    (hits, bad)
+}
+
+/// [`KeySpec::extract`] out of line, for the packets the inline reading
+/// did not take.
+#[inline(never)]
+fn extract_slow(spec: KeySpec, p: &Packet) -> Option<Key> {
+    spec.extract(p)
+}
+
+/// The reference: one packet at a time through a `HashMap`, the same
+/// masks as [`lookup`].
+fn classify_reference(
+    m: &HashMap<Key, u32>,
+    spec: KeySpec,
+    anno: Option<usize>,
+    batch: &mut Batch,
+    masks: &mut Vec<(u64, u64)>,
+) -> (usize, usize) {
+    let (mut hits, mut bad) = (0, 0);
+    for group in batch.as_mut_slice().chunks_mut(GROUP) {
+        let (mut valid, mut found) = (0u64, 0u64);
+        for (i, p) in group.iter_mut().enumerate() {
+            let Some(k) = spec.extract(p) else {
+                bad += 1;
+                continue;
+            };
+            valid |= 1 << i;
+            if let Some(&v) = m.get(&k) {
+                if let Some(o) = anno {
+                    p.anno_mut().set_u32(o, v);
+                }
+                hits += 1;
+                found |= 1 << i;
+            }
+        }
+        masks.push((valid, found));
+    }
+    (hits, bad)
 }
 
 impl Element for CuckooHash {
@@ -360,6 +461,7 @@ impl Element for CuckooHash {
         if hits == batch.len() {
             return batch;
         }
+        self.classes(batch.len());
         // Class = output: HIT 0, MISS 1, BAD 2 (released without output 2).
         let mut outs = [Batch::new(), Batch::new(), Batch::new()];
         batch.split_into(&self.class, &mut outs);

@@ -83,37 +83,50 @@
 //! 64-byte cache line; the 40-byte keys lie in a separate array. A batch is
 //! processed 64 packets at a time in three passes: read the 5-tuples
 //! (straight into key words, as `CuckooHash`'s `KEY FLOW`; the reference
-//! goes through `FlowKey`), hash
-//! them and prefetch their sets; compare each set's signatures and
-//! prefetch the matching key; compare keys, update the line (last seen,
-//! LRU stamp) and annotate. The last-seen times are written back to the
-//! flow table only when a line is evicted or the table is swept, so a hit
-//! touches nothing but its set and its key. The flow table is
-//! `CuckooHash`'s bucketized cuckoo table; the slow path prefetches its
-//! buckets and entries for a whole group of up to 16 returning packets
-//! (its staged bulk lookup, with arrays 16 long: groups of 64 zeroed
-//! 3.5 KiB of stack for the two or three misses of a typical batch,
-//! about 10 instructions a packet) before handling them one by one. The table's arrays are
-//! on 2 MiB pages: they are asked for before the table is filled and
-//! collapsed into after (`MADV_COLLAPSE`), since memory reused from a
-//! freed table otherwise kept its 4 KiB pages; a slow-path lookup then
-//! costs a cache miss without a TLB miss. The cache itself (256 KiB of
-//! sets, 640 KiB of keys) is too small for huge pages to matter. Misses
-//! are split off in one pass, keeping order; nothing is allocated per
-//! packet.
+//! goes through `FlowKey`), hash them and prefetch their sets; compare
+//! each set's signatures and prefetch the matching key; compare keys,
+//! update the line (last seen, LRU stamp) and annotate. The third pass
+//! calls nothing: it stops at a hit whose flow expired or whose packet
+//! closes it (FIN, RST), which an out-of-line step handles before the
+//! pass goes on from the next packet, so the order of removals (a later
+//! packet of the group no longer finds a removed line) is the reference's,
+//! and the pass's values stay in registers (with the removal and the id
+//! heap inside the loop they were stored and reloaded every packet).
+//! Every packet's output starts as "hit" (one fill a batch) and the pass
+//! marks misses; hits and misses are counted in registers. The last-seen
+//! times are written back to the flow table only when a line is evicted
+//! or the table is swept, so a hit touches nothing but its set and its
+//! key. 391 -> 353 instructions a packet (`perf stat`, bench
+//! configuration, `MarkIPHeader` excluded; 414 -> 376 with it; session
+//! 10), of which the split below 6; its cycles did not move (172-178 a
+//! packet before and after, base included): the fast path waits on
+//! memory, see below.
+//!
+//! The flow table is `CuckooHash`'s bucketized cuckoo table; the slow
+//! path prefetches its buckets and entries for a whole group of up to 16
+//! returning packets (its staged bulk lookup, with arrays 16 long: groups
+//! of 64 zeroed 3.5 KiB of stack for the two or three misses of a typical
+//! batch, about 10 instructions a packet) before handling them one by
+//! one. The table's arrays start at 2 MiB boundaries and lie on 2 MiB
+//! pages (asked for before the table is filled and collapsed into after,
+//! `MADV_COLLAPSE`); a slow-path lookup then costs a cache miss without a
+//! guest page walk. The cache itself (256 KiB of sets, 640 KiB of keys)
+//! is too small for huge pages to matter. A batch with misses is split
+//! with `Batch::split_into` (counted, order kept); nothing is allocated
+//! per packet.
 //!
 //! Measured (`linerate bench elements FlowCache`: 16K lines, 4-way,
 //! 1,000,000 flows, 95 % hits, misses returning through the slow path, on
 //! a shared 2-vCPU VM; docs/performance.md): about 45 ns per packet
 //! (`MarkIPHeader` included), short of the 80 Mpps (12.5 ns).
-//! About 410 instructions a packet (`perf stat`, `MarkIPHeader`
-//! included; 424 before the direct 5-tuple read and the short slow-path
-//! groups of 2026-11-22): the fast path's 5-tuple read, hash and three passes, the
-//! split of almost every batch over two outputs (at a 95 % hit rate only
-//! 4 % of 64-packet batches are all hits), and the slow path's work for
-//! the 5 % of misses (a second element visit, the flow-table lookup, the
-//! cache install). In cycles the fast path waits on its sets and keys,
-//! which at 896 KiB do not fit the 512 KiB L2.
+//! Of the 353 instructions a packet, the fast path's three passes take
+//! about 150 (counted in the disassembly); the rest is the split of almost every batch over two
+//! outputs (at a 95 % hit rate only 4 % of 64-packet batches are all
+//! hits) and the slow path's work for the 5 % of misses (a second element
+//! visit, the flow-table lookup, the cache install). In cycles the fast
+//! path waits on its sets and keys, which at 896 KiB do not fit the
+//! 512 KiB L2, and on page walks (the host maps the VM's memory with
+//! 4 KiB pages).
 
 use super::cuckoocore::{
     flow_key, hash, key_eq, packet_flow_key, parse_flow, read_table, reduce, table_lines, Cuckoo,
@@ -326,76 +339,152 @@ impl Fast {
     }
 }
 
+/// One group's keys, hashes, first lines of their sets (`usize::MAX`: no
+/// 5-tuple) and masks of the ways whose signature matched in pass 2.
+struct Group {
+    keys: [Key; GROUP],
+    hs: [u64; GROUP],
+    firsts: [usize; GROUP],
+    masks: [u32; GROUP],
+}
+
+impl Fast {
+    /// Pass 3 from packet `i` on: compare keys, update the lines of hits
+    /// and annotate them, mark misses and packets without a key in `cls`.
+    /// Stops at the first hit whose flow expired or closes, which
+    /// [`end_flow`](Self::end_flow) handles, and returns its index (`n`
+    /// when there is none): this loop calls nothing, so its values stay
+    /// in registers. `counts` are (hits, misses).
+    #[inline(always)]
+    fn hits_from(
+        &mut self,
+        g: &Group,
+        ps: &mut [Packet],
+        cls: &mut [u8],
+        mut i: usize,
+        c: &Common,
+        counts: &mut (u64, u64),
+    ) -> usize {
+        while i < ps.len().min(cls.len()).min(GROUP) {
+            let (p, first) = (&mut ps[i], g.firsts[i]);
+            if first == usize::MAX {
+                cls[i] = BAD;
+                i += 1;
+                continue;
+            }
+            let (k, h) = (&g.keys[i], g.hs[i]);
+            // A line an earlier packet of the group removed no longer
+            // matches.
+            let mask = g.masks[i] & self.sig_mask(first, sig(h));
+            let Some(l) = self.find_in(first, mask, k) else {
+                counts.1 += 1;
+                cls[i] = MISS;
+                i += 1;
+                continue;
+            };
+            let t = tick(p, c.now);
+            let line = *self.line(l);
+            if c.expired(t, line.seen) || closes(p, k) {
+                return i;
+            }
+            let clock = self.clock;
+            self.clock = clock.wrapping_add(1);
+            let m = self.line_mut(l);
+            m.seen = t;
+            m.age = clock;
+            p.anno_mut().set_u32(c.anno, line.id);
+            counts.0 += 1;
+            i += 1;
+        }
+        i
+    }
+
+    /// Pass 3 for a hit [`hits_from`](Self::hits_from) stopped at: its
+    /// flow expired (a miss, the flow removed) or the packet closes it
+    /// (annotated, then the flow removed).
+    #[inline(never)]
+    fn end_flow(&mut self, g: &Group, i: usize, p: &mut Packet, c: &mut Common) -> u8 {
+        let (k, h) = (&g.keys[i], g.hs[i]);
+        let Some(l) = self.find(k, h) else {
+            return MISS;
+        };
+        let t = tick(p, c.now);
+        let line = *self.line(l);
+        if c.expired(t, line.seen) {
+            self.remove_line(l);
+            if let Some(id) = self.flows.remove(k) {
+                c.ids.free(id);
+            }
+            c.expired += 1;
+            c.misses += 1;
+            return MISS;
+        }
+        let clock = self.clock;
+        self.clock = clock.wrapping_add(1);
+        let m = self.line_mut(l);
+        m.seen = t;
+        m.age = clock;
+        p.anno_mut().set_u32(c.anno, line.id);
+        self.remove_line(l);
+        if let Some(id) = self.flows.remove(k) {
+            c.ids.free(id);
+        }
+        c.closed += 1;
+        c.hits += 1;
+        HIT
+    }
+}
+
 impl Store for Fast {
     fn fast(&mut self, batch: &mut Batch, c: &mut Common, class: &mut Vec<u8>) {
-        for group in batch.as_mut_slice().chunks_mut(GROUP) {
-            let mut keys = [[0u64; 5]; GROUP];
-            let mut hs = [0u64; GROUP];
-            let mut firsts = [usize::MAX; GROUP];
+        // Every packet a hit unless pass 3 says otherwise.
+        class.clear();
+        class.resize(batch.len(), HIT);
+        for (group, cls) in batch
+            .as_mut_slice()
+            .chunks_mut(GROUP)
+            .zip(class.chunks_mut(GROUP))
+        {
+            let mut g = Group {
+                keys: [[0u64; 5]; GROUP],
+                hs: [0u64; GROUP],
+                firsts: [usize::MAX; GROUP],
+                masks: [0u32; GROUP],
+            };
             // Pass 1: 5-tuples, hashes, prefetch the sets.
             for (i, p) in group.iter().enumerate() {
                 if let Some(k) = packet_flow_key(p) {
-                    keys[i] = k;
-                    hs[i] = hash(&keys[i]);
-                    firsts[i] = self.set_of(hs[i]);
-                    prefetch(&self.meta[firsts[i] / 4]);
+                    g.keys[i] = k;
+                    g.hs[i] = hash(&g.keys[i]);
+                    g.firsts[i] = self.set_of(g.hs[i]);
+                    prefetch(self.meta.as_ptr().wrapping_add(g.firsts[i] / 4));
                 }
             }
             // Pass 2: compare signatures, prefetch the first matching key.
-            let mut masks = [0u32; GROUP];
             for i in 0..group.len() {
-                if firsts[i] != usize::MAX {
-                    masks[i] = self.sig_mask(firsts[i], sig(hs[i]));
-                    if masks[i] != 0 {
-                        let k = &self.keys[firsts[i] + masks[i].trailing_zeros() as usize];
+                if g.firsts[i] != usize::MAX {
+                    g.masks[i] = self.sig_mask(g.firsts[i], sig(g.hs[i]));
+                    if g.masks[i] != 0 {
+                        let at = g.firsts[i] + g.masks[i].trailing_zeros() as usize;
+                        let k = self.keys.as_ptr().wrapping_add(at);
                         prefetch(k);
-                        prefetch(&k[4]);
+                        prefetch((k as *const u64).wrapping_add(4));
                     }
                 }
             }
-            // Pass 3: compare keys, update lines, annotate. A line an
-            // earlier packet of the group removed no longer matches.
-            for (i, p) in group.iter_mut().enumerate() {
-                let first = firsts[i];
-                if first == usize::MAX {
-                    class.push(BAD);
-                    continue;
+            // Pass 3: compare keys, update lines, annotate; flows that
+            // expired or close in a second, out-of-line step, in order.
+            let mut counts = (0, 0);
+            let mut i = 0;
+            while i < group.len() {
+                i = self.hits_from(&g, group, cls, i, c, &mut counts);
+                if i < group.len() {
+                    cls[i] = self.end_flow(&g, i, &mut group[i], c);
+                    i += 1;
                 }
-                let (k, h) = (&keys[i], hs[i]);
-                let mask = masks[i] & self.sig_mask(first, sig(h));
-                let Some(g) = self.find_in(first, mask, k) else {
-                    c.misses += 1;
-                    class.push(MISS);
-                    continue;
-                };
-                let t = tick(p, c.now);
-                let line = *self.line(g);
-                if c.expired(t, line.seen) {
-                    self.remove_line(g);
-                    if let Some(id) = self.flows.remove(k) {
-                        c.ids.free(id);
-                    }
-                    c.expired += 1;
-                    c.misses += 1;
-                    class.push(MISS);
-                    continue;
-                }
-                let clock = self.clock;
-                self.clock = clock.wrapping_add(1);
-                let l = self.line_mut(g);
-                l.seen = t;
-                l.age = clock;
-                p.anno_mut().set_u32(c.anno, line.id);
-                if closes(p, k) {
-                    self.remove_line(g);
-                    if let Some(id) = self.flows.remove(k) {
-                        c.ids.free(id);
-                    }
-                    c.closed += 1;
-                }
-                c.hits += 1;
-                class.push(HIT);
             }
+            c.hits += counts.0;
+            c.misses += counts.1;
         }
     }
 
@@ -840,15 +929,11 @@ impl FlowCache {
     }
 
     /// Send the packets of `batch` where `self.class` says.
-    fn route(&mut self, mut batch: Batch, ctx: &mut Ctx<'_>) {
-        let (mut hit, mut miss, mut bad) = (Batch::new(), Batch::new(), Batch::new());
-        for (p, &c) in batch.drain().zip(&self.class) {
-            match c {
-                HIT => hit.push(p),
-                MISS => miss.push(p),
-                _ => bad.push(p),
-            }
-        }
+    fn route(&mut self, batch: Batch, ctx: &mut Ctx<'_>) {
+        // Class = output: HIT 0, MISS 1, BAD 2 (released without output 2).
+        let mut outs = [Batch::new(), Batch::new(), Batch::new()];
+        batch.split_into(&self.class, &mut outs);
+        let [hit, miss, bad] = outs;
         self.c.drops += bad.len() as u64;
         ctx.push(0, hit);
         ctx.push(1, miss);

@@ -337,6 +337,24 @@ impl Fast {
         self.line_mut(g).sig = 0;
         self.cached -= 1;
     }
+
+    /// A hit on line `g` at tick `t`: its last-seen time and LRU age.
+    #[inline(always)]
+    fn touch(&mut self, g: usize, t: u32) {
+        let clock = self.clock;
+        self.clock = clock.wrapping_add(1);
+        let m = self.line_mut(g);
+        m.seen = t;
+        m.age = clock;
+    }
+
+    /// Line `g` (holding `k`) and `k`'s flow removed, its id freed.
+    fn forget(&mut self, g: usize, k: &Key, c: &mut Common) {
+        self.remove_line(g);
+        if let Some(id) = self.flows.remove(k) {
+            c.ids.free(id);
+        }
+    }
 }
 
 /// One group's keys, hashes, first lines of their sets (`usize::MAX`: no
@@ -387,11 +405,7 @@ impl Fast {
             if c.expired(t, line.seen) || closes(p, k) {
                 return i;
             }
-            let clock = self.clock;
-            self.clock = clock.wrapping_add(1);
-            let m = self.line_mut(l);
-            m.seen = t;
-            m.age = clock;
+            self.touch(l, t);
             p.anno_mut().set_u32(c.anno, line.id);
             counts.0 += 1;
             i += 1;
@@ -411,24 +425,14 @@ impl Fast {
         let t = tick(p, c.now);
         let line = *self.line(l);
         if c.expired(t, line.seen) {
-            self.remove_line(l);
-            if let Some(id) = self.flows.remove(k) {
-                c.ids.free(id);
-            }
+            self.forget(l, k, c);
             c.expired += 1;
             c.misses += 1;
             return MISS;
         }
-        let clock = self.clock;
-        self.clock = clock.wrapping_add(1);
-        let m = self.line_mut(l);
-        m.seen = t;
-        m.age = clock;
+        self.touch(l, t);
         p.anno_mut().set_u32(c.anno, line.id);
-        self.remove_line(l);
-        if let Some(id) = self.flows.remove(k) {
-            c.ids.free(id);
-        }
+        self.forget(l, k, c);
         c.closed += 1;
         c.hits += 1;
         HIT

@@ -131,7 +131,7 @@ use super::lpmtable::{
     mask6, BinTrie, Dir248, Fib4, Fib6, NextHop, NextHops, Poptrie6, Rib, RibEntry,
 };
 use crate::iproute::routetable::{parse_route, IpRoute};
-use linerate_runtime::anno::offsets;
+use linerate_runtime::anno::{offsets, NO_HEADER};
 use linerate_runtime::{Batch, ConfigureCtx, Ctx, Element, ElementClass, HandlerSpec, Packet};
 use std::any::Any;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
@@ -238,10 +238,6 @@ enum Command {
     Remove,
 }
 
-/// Packet family marks in the per-batch scratch array.
-const BAD: u8 = 0;
-const V4: u8 = 4;
-const V6: u8 = 6;
 /// Packets looked up together (a source's batch is 64): their
 /// destinations and next hops are arrays on the stack.
 const GROUP: usize = 64;
@@ -255,6 +251,10 @@ pub struct Lpm {
     rib4: Rib<u32>,
     rib6: Rib<u128>,
     hops: NextHops,
+    /// For IPv4 next-hop id `k`: its output port (low 32 bits) and gateway
+    /// (high 32 bits, 0 for none); id 0 (no route) is the dropped
+    /// packets' port.
+    fwd4: Vec<u64>,
     fib4: Box<dyn Fib4>,
     fib6: Box<dyn Fib6>,
     noutputs: usize,
@@ -298,6 +298,7 @@ impl Lpm {
             rib4: Rib::new(),
             rib6: Rib::new(),
             hops: NextHops::default(),
+            fwd4: vec![noutputs as u64],
             fib4,
             fib6,
             noutputs,
@@ -337,6 +338,13 @@ impl Lpm {
             gw: r.gw,
             port: r.port as u32,
         });
+        if !r.v6 {
+            let k = nh as usize;
+            if self.fwd4.len() <= k {
+                self.fwd4.resize(k + 1, 0);
+            }
+            self.fwd4[k] = u64::from(r.port as u32) | u64::from(r.gw as u32) << 32;
+        }
         let e = RibEntry {
             gw: r.gw,
             port: r.port as u32,
@@ -499,22 +507,47 @@ enum Dest {
     Bad,
 }
 
+/// Where the IP header of `p` starts: its network header, else `offset`.
+#[inline(always)]
+fn ip_header(p: &Packet, offset: Option<usize>) -> Option<&[u8]> {
+    let off = match p.network_header_offset() {
+        Some(o) => usize::try_from(o).ok()?,
+        None => offset?,
+    };
+    p.data().get(off..)
+}
+
+/// The destination of `p`'s IPv4 header, if it has one (`HEADER`), as
+/// [`destination`] reads it, with `def` the offset for packets without a
+/// network header (`usize::MAX` for none). A network header in front of
+/// the data gives a huge offset, as does `def`, and fails the range test.
+#[inline(always)]
+fn dst4(p: &Packet, def: usize) -> Option<u32> {
+    let nh = p.anno().network_header;
+    let off = if nh != NO_HEADER {
+        usize::from(nh).wrapping_sub(p.headroom())
+    } else {
+        def
+    };
+    let ip = p.data().get(off..off.wrapping_add(20))?;
+    (ip[0] >> 4 == 4).then(|| u32::from_be_bytes([ip[16], ip[17], ip[18], ip[19]]))
+}
+
+/// The destination of `p`'s IPv6 header, if it has one (`HEADER`).
+#[inline(always)]
+fn dst6(p: &Packet, offset: Option<usize>) -> Option<u128> {
+    let ip = ip_header(p, offset)?.get(..40)?;
+    let b: [u8; 16] = ip[24..40].try_into().ok()?;
+    (ip[0] >> 4 == 6).then(|| u128::from_be_bytes(b))
+}
+
 /// The destination of `p`: the `DST_IP` annotation, or with `header` the
 /// IP header's (at the network header, else at `offset`).
-#[inline(always)]
 fn destination(header: bool, offset: Option<usize>, p: &Packet) -> Dest {
     if !header {
         return Dest::V4(u32::from(p.anno().dst_ip()));
     }
-    let off = match p.network_header_offset() {
-        Some(o) if o >= 0 => o as usize,
-        Some(_) => return Dest::Bad,
-        None => match offset {
-            Some(o) => o,
-            None => return Dest::Bad,
-        },
-    };
-    let Some(ip) = p.data().get(off..) else {
+    let Some(ip) = ip_header(p, offset) else {
         return Dest::Bad;
     };
     match ip.first().map(|b| b >> 4) {
@@ -557,95 +590,176 @@ fn make(ctx: &ConfigureCtx<'_>) -> Result<Box<dyn Element>, Vec<String>> {
     Ok(Box::new(e))
 }
 
+impl Lpm {
+    /// The fast path, with the DIR-24-8 table `t4`: the output of each
+    /// packet of `batch` into `out` (which holds the drop port), and its
+    /// annotation; returns the number of bad packets. In groups of 64: one
+    /// pass reads the IPv4 destinations and prefetches their first-level
+    /// entries, listing the other packets; a second pass, which calls
+    /// nothing, resolves the IPv4 ones; the listed packets (IPv6, bad)
+    /// follow.
+    fn route_fast(&self, t4: &Dir248, batch: &mut [Packet], out: &mut [u32]) -> u64 {
+        let def = self.offset.unwrap_or(usize::MAX);
+        batch
+            .chunks_mut(GROUP)
+            .zip(out.chunks_mut(GROUP))
+            .map(|(group, out)| self.group4(t4, def, group, out))
+            .sum()
+    }
+
+    /// [`Lpm::route_fast`] for one group (a function of its own, so that
+    /// its loops keep their state in registers).
+    #[inline(never)]
+    fn group4(&self, t4: &Dir248, def: usize, group: &mut [Packet], out: &mut [u32]) -> u64 {
+        let mut a4 = [0u32; GROUP];
+        let mut rest = [0u8; GROUP];
+        let mut nr = 0;
+        if self.header {
+            // Packets that are not IPv4 look up 0.0.0.0 here, and get
+            // their output and annotation from `route_rest`.
+            for ((i, p), a4) in group.iter().enumerate().zip(&mut a4) {
+                match dst4(p, def) {
+                    Some(a) => {
+                        t4.prefetch(a);
+                        *a4 = a;
+                    }
+                    None => {
+                        rest[nr % GROUP] = i as u8;
+                        nr += 1;
+                    }
+                }
+            }
+        } else {
+            for (p, a4) in group.iter().zip(&mut a4) {
+                let a = u32::from(p.anno().dst_ip());
+                t4.prefetch(a);
+                *a4 = a;
+            }
+        }
+        // The annotation is the gateway, else the destination (with
+        // `DST_IP` as the source, that is the value it had); a packet
+        // without a route is dropped, so its annotation does not matter.
+        let drop_fwd = self.noutputs as u64;
+        for ((p, o), &a) in group.iter_mut().zip(out.iter_mut()).zip(&a4) {
+            let f = self.fwd4.get(t4.get(a) as usize).copied();
+            let f = f.unwrap_or(drop_fwd);
+            let gw = (f >> 32) as u32;
+            let v = if gw != 0 { gw } else { a };
+            p.anno_mut().set_dst_ip(Ipv4Addr::from(v));
+            *o = f as u32;
+        }
+        if nr == 0 {
+            return 0;
+        }
+        self.route_rest(group, out, &rest[..nr])
+    }
+
+    /// The packets `rest` of `group` that had no IPv4 header: IPv6 ones
+    /// through the IPv6 table (a batched walk), the others dropped as bad
+    /// (counted in the result).
+    #[inline(never)]
+    fn route_rest(&self, group: &mut [Packet], out: &mut [u32], rest: &[u8]) -> u64 {
+        let drop_out = self.noutputs as u32;
+        let mut a6 = [0u128; GROUP];
+        let mut i6 = [0u8; GROUP];
+        let (mut n6, mut bad) = (0, 0);
+        for &i in rest {
+            let i = usize::from(i);
+            match dst6(&group[i], self.offset) {
+                Some(a) => {
+                    a6[n6] = a;
+                    i6[n6] = i as u8;
+                    n6 += 1;
+                }
+                None => {
+                    out[i] = drop_out;
+                    bad += 1;
+                }
+            }
+        }
+        if n6 > 0 {
+            let mut r6 = [0u32; GROUP];
+            self.fib6.lookup(&a6[..n6], &mut r6[..n6]);
+            for ((&i, &id), &a) in i6.iter().zip(&r6).zip(&a6).take(n6) {
+                let i = usize::from(i);
+                if id == 0 {
+                    out[i] = drop_out;
+                    continue;
+                }
+                let h = self.hops.get(id);
+                out[i] = h.port;
+                let a = if h.gw != 0 { h.gw } else { a };
+                group[i].anno_mut().user[offsets::DST_IP..offsets::DST_IP + 16]
+                    .copy_from_slice(&a.to_be_bytes());
+            }
+        }
+        bad
+    }
+
+    /// The reference path (`IMPL reference`): a packet at a time, each
+    /// destination read, looked up and annotated as the element's
+    /// description says; same results as [`Lpm::route_fast`].
+    fn route_reference(&self, batch: &mut [Packet], out: &mut [u32]) -> u64 {
+        let mut bad = 0;
+        for (p, o) in batch.iter_mut().zip(out.iter_mut()) {
+            let a = match destination(self.header, self.offset, p) {
+                Dest::V4(a) => IpAddr::V4(Ipv4Addr::from(a)),
+                Dest::V6(a) => IpAddr::V6(Ipv6Addr::from(a)),
+                Dest::Bad => {
+                    bad += 1;
+                    continue;
+                }
+            };
+            let Some(h) = self.lookup(a) else {
+                continue;
+            };
+            *o = h.port;
+            if h.gw != 0 || self.header {
+                let u = &mut p.anno_mut().user;
+                match a {
+                    IpAddr::V4(a) => {
+                        let g = Ipv4Addr::from(h.gw as u32);
+                        u[..4].copy_from_slice(&if h.gw != 0 { g } else { a }.octets());
+                    }
+                    IpAddr::V6(a) => {
+                        let g = Ipv6Addr::from(h.gw);
+                        u[..16].copy_from_slice(&if h.gw != 0 { g } else { a }.octets());
+                    }
+                }
+            }
+        }
+        bad
+    }
+}
+
 impl Element for Lpm {
     fn push(&mut self, _port: usize, mut batch: Batch, ctx: &mut Ctx<'_>) {
         let n = batch.len();
         self.lookups += n as u64;
         // Dropped packets go to the batch after the outputs'.
         let drop_out = self.noutputs as u32;
-        self.out.clear();
-        self.out.resize(n, 0);
-        let (header, offset) = (self.header, self.offset);
-        for (group, out) in batch
-            .as_mut_slice()
-            .chunks_mut(GROUP)
-            .zip(self.out.chunks_mut(GROUP))
-        {
-            let n = group.len();
-            // Stage 1: destinations, struct of arrays. IPv4 addresses stay
-            // at their packet's index (0 for the others); IPv6 ones are
-            // packed, with their packet's index beside them.
-            let mut fam = [BAD; GROUP];
-            let mut a4 = [0u32; GROUP];
-            let mut a6 = [0u128; GROUP];
-            let mut i6 = [0u8; GROUP];
-            let (mut n4, mut n6) = (0, 0);
-            for (i, p) in group.iter().enumerate() {
-                match destination(header, offset, p) {
-                    Dest::V4(a) => {
-                        a4[i] = a;
-                        fam[i] = V4;
-                        n4 += 1;
-                    }
-                    Dest::V6(a) => {
-                        a6[n6] = a;
-                        i6[n6] = i as u8;
-                        fam[i] = V6;
-                        n6 += 1;
-                    }
-                    Dest::Bad => {}
-                }
-            }
-            // Stage 2: the tables (prefetch all, then resolve).
-            let mut nh = [0u32; GROUP];
-            if n4 > 0 {
-                self.fib4.lookup(&a4[..n], &mut nh[..n]);
-            }
-            if n6 > 0 {
-                let mut r6 = [0u32; GROUP];
-                self.fib6.lookup(&a6[..n6], &mut r6[..n6]);
-                for j in 0..n6 {
-                    let (i, id) = (i6[j] as usize, r6[j]);
-                    nh[i] = id;
-                    if id != 0 {
-                        let h = self.hops.get(id);
-                        if h.gw != 0 || header {
-                            let a = if h.gw != 0 { h.gw } else { a6[j] };
-                            group[i].anno_mut().user[offsets::DST_IP..offsets::DST_IP + 16]
-                                .copy_from_slice(&a.to_be_bytes());
-                        }
-                    }
-                }
-            }
-            // Stage 3: output ports; IPv4 annotations.
-            for i in 0..n {
-                let (f, id) = (fam[i], nh[i]);
-                out[i] = if f == BAD {
-                    self.bad += 1;
-                    drop_out
-                } else if id == 0 {
-                    self.no_route += 1;
-                    drop_out
-                } else {
-                    let h = self.hops.get(id);
-                    if f == V4 && (h.gw != 0 || header) {
-                        let a = if h.gw != 0 { h.gw as u32 } else { a4[i] };
-                        group[i].anno_mut().set_dst_ip(Ipv4Addr::from(a));
-                    }
-                    h.port
-                };
-            }
-        }
+        let mut out = std::mem::take(&mut self.out);
+        out.clear();
+        out.resize(n, drop_out);
+        let bad = match self.fib4.dir248() {
+            Some(t4) => self.route_fast(t4, batch.as_mut_slice(), &mut out),
+            None => self.route_reference(batch.as_mut_slice(), &mut out),
+        };
+        self.bad += bad;
+        self.out = out;
         // The split: the whole batch when every packet takes one output,
         // else `Batch::split_into` (counted first) onto the outputs'
-        // batches and the dropped ones', which is released at once.
+        // batches and the dropped ones', which is released at once (the
+        // dropped packets that were not bad had no route).
         let first = self.out.first().copied().unwrap_or(drop_out);
         if first != drop_out && self.out.iter().all(|&o| o == first) {
             ctx.push(first as usize, batch);
             return;
         }
         batch.split_into(&self.out, &mut self.outs);
-        drop(std::mem::take(&mut self.outs[self.noutputs]));
+        let dropped = std::mem::take(&mut self.outs[self.noutputs]);
+        self.no_route += dropped.len() as u64 - bad;
+        drop(dropped);
         for (i, b) in self.outs[..self.noutputs].iter_mut().enumerate() {
             if !b.is_empty() {
                 ctx.push(i, std::mem::take(b));

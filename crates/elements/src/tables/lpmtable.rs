@@ -128,6 +128,11 @@ pub trait Fib4: Send + 'static {
     /// pages (random lookups then miss in the cache but not also in the
     /// TLB).
     fn settle(&self) {}
+    /// The table as DIR-24-8, whose lookups the element inlines into its
+    /// per-packet loop (the reference trie answers `None`).
+    fn dir248(&self) -> Option<&Dir248> {
+        None
+    }
 }
 
 /// An IPv6 forwarding table.
@@ -186,18 +191,23 @@ impl Dir248 {
 
     /// Start loading the first-level entry of `a`.
     #[inline(always)]
-    fn prefetch(&self, a: u32) {
+    pub fn prefetch(&self, a: u32) {
         prefetch(&self.tbl24[(a >> 8) as usize]);
     }
 
-    /// The next-hop id of `a` (0: no route).
+    /// The next-hop id of `a` (0: no route). The first level is a
+    /// fixed-size array indexed by 24 bits (no bounds test); a group index
+    /// is always in range (`apply` makes the group before it stores the
+    /// index), and the `unwrap_or` only keeps a panic call, and the
+    /// register spills it costs, out of the callers' loops.
     #[inline(always)]
-    fn get(&self, a: u32) -> u32 {
+    pub fn get(&self, a: u32) -> u32 {
         let e = self.tbl24[(a >> 8) as usize];
         if e & EXT == 0 {
             e
         } else {
-            self.tbl8[(((e & !EXT) as usize) << 8) | (a & 0xff) as usize]
+            let j = (((e & !EXT) as usize) << 8) | (a & 0xff) as usize;
+            self.tbl8.get(j).copied().unwrap_or(0)
         }
     }
 
@@ -310,6 +320,10 @@ impl Fib4 for Dir248 {
     fn settle(&self) {
         huge_pages(&self.tbl24[..], true);
         huge_pages(&self.tbl8, true);
+    }
+
+    fn dir248(&self) -> Option<&Dir248> {
+        Some(self)
     }
 }
 

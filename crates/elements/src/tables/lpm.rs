@@ -640,6 +640,9 @@ impl Lpm {
         // `DST_IP` as the source, that is the value it had); a packet
         // without a route is dropped, so its annotation does not matter.
         let drop_fwd = self.noutputs as u64;
+        if nr == group.len() {
+            return self.route_rest(group, out, &rest[..nr]);
+        }
         for ((p, o), &a) in group.iter_mut().zip(out.iter_mut()).zip(&a4) {
             let f = self.fwd4.get(t4.get(a) as usize).copied();
             let f = f.unwrap_or(drop_fwd);

@@ -71,33 +71,51 @@
 //! else appended, and the arrays are compacted when half of them is dead.
 //! Nodes are 32 bytes, aligned, so that none straddles two cache lines.
 //!
-//! Lookups are batched, in stages, as DPDK's `rte_lpm_lookupx4`, 64
-//! packets at a time with the group's state in arrays on the stack
-//! (struct of arrays): the destinations are read first (IPv4 ones at
-//! their packet's index, IPv6 ones packed with their packet's index),
-//! the IPv4 first-level entries of all of them are prefetched, then
-//! resolved; a last pass turns next hops into output ports and writes the
-//! annotations. The split over the outputs is `Batch::split_into`: packets
-//! counted per output first, then each written to its output's next place
-//! (the whole batch goes out unsplit when every packet takes one output;
-//! dropped packets go to a batch of their own, released together; session
-//! 9: 123 to 112 instructions a packet with 1,024 destinations over four
-//! outputs, against one push a packet). This layout took the IPv4
-//! element from 154 to 125 instructions a packet (`perf stat`, 1,024
-//! destinations, 2026-11-22): the earlier version pushed each address and
-//! family mark into growable scratch vectors (length written back to
-//! memory on every push) and then walked the batch with per-family
-//! cursors. (Prefetching each entry inside the extraction loop and
-//! resolving it in the routing loop was tried earlier and measured no
-//! faster with 65,536 destinations and about 10 % slower with 1,024, so
-//! the stages stay apart. Keeping the IPv6 arrays in reused vectors, to
-//! avoid zeroing 1 KiB a group, cost 6 instructions a packet more than
-//! the zeroing, and was dropped.)
-//! The IPv6 walk is level-synchronous (every packet advances one
-//! node per round, the next node prefetched) so that the cache misses of
-//! different packets overlap. Entries hold interned next-hop ids (port and
-//! gateway, a small table that stays in L1); prefix lengths needed only
-//! for updates live in separate arrays.
+//! Lookups are batched, 64 packets at a time with the group's state in
+//! arrays on the stack (struct of arrays), in two passes that call
+//! nothing (session 9's lesson: one out-of-line call in a per-packet loop,
+//! even an error path, costs register spills on every packet; each group
+//! is also a function of its own, so that its loops keep their state in
+//! registers). The first pass reads each packet's IPv4 destination and
+//! prefetches its first-level entry, listing the packets that are not
+//! IPv4; the second resolves every destination (the first level is a
+//! fixed-size array indexed by 24 bits: no bounds test) and maps the next
+//! hop through a flat array (id to port and IPv4 gateway) to the packet's
+//! output, and writes the annotation unconditionally: the gateway, else
+//! the destination (which, with `DST_IP` as the source, is the value it
+//! had; a packet without a route is dropped, so its annotation does not
+//! matter). The listed packets (IPv6, bad) follow in a pass of their own;
+//! a group with no IPv4 packet skips the second pass. Session 10
+//! (`perf stat`, the bench's frames, 1,024 destinations): the element from
+//! 115 to 88 instructions a packet for IPv4 (the single pass reading
+//! destinations into a family array, a separate lookup call, and a third
+//! pass mapping next hops with a range-checked lookup of 32-byte next-hop
+//! records took 33 more), 463 to 401 for IPv6. The `IMPL reference` path
+//! is a plain loop, a packet at a time, over the reference tries, so the
+//! differential tests check the staging as well as the tables.
+//! The split over the outputs is `Batch::split_into`: packets counted per
+//! output first, then each written to its output's next place (the whole
+//! batch goes out unsplit when every packet takes one output; dropped
+//! packets go to a batch of their own, released together, whose length
+//! less the bad packets is the `no_route` count). About 32 instructions a
+//! packet go to the split and the three more output batches downstream
+//! (measured by pushing the whole batch to one output instead).
+//! (Prefetching each entry inside the extraction loop and resolving it in
+//! a third pass was measured in session 4 as no faster with 65,536
+//! destinations and about 10 % slower with 1,024; in session 10 the
+//! prefetch sits in the extraction pass and the resolution in the next,
+//! two passes instead of three.)
+//! The IPv6 walk is level-synchronous (every packet advances one node per
+//! round, the next node prefetched) so that the cache misses of different
+//! packets overlap; the walking packets are kept packed (index, node,
+//! address bits not yet used, left-aligned), and a packet that reaches a
+//! leaf leaves the walk, its leaf read at the end. A level's bitmap is
+//! shifted left so that the slot's bit becomes the sign bit and POPCNT
+//! counts the bits up to it (no mask, no bit test); prefetches take
+//! wrapping pointers and array reads `get`, so no panic path is left in
+//! the loop. Entries hold interned next-hop ids (port and gateway, a small
+//! table that stays in L1); prefix lengths needed only for updates live in
+//! separate arrays.
 //!
 //! The big arrays (the IPv4 first level, the IPv6 nodes and leaves) are
 //! backed by 2 MiB pages where the kernel allows: `MADV_HUGEPAGE` when the
@@ -117,14 +135,15 @@
 //! destinations the IPv4 time sits on the prefetches themselves, which
 //! stall once the core's outstanding misses are used up (the lookup is
 //! bound by memory-level parallelism; 2 MiB pages took about a quarter
-//! off this row by removing the TLB misses); the element's 125 instructions a
-//! packet (`perf stat`: extraction, lookup, routing to four outputs (about
-//! 25 of them for the split alone), annotation) bound the cache-resident
-//! row. The IPv6 walk is 6 to 8 dependent loads
-//! for a /48 (nodes, then the leaf); the level-synchronous walk overlaps
-//! them across packets but each round still waits on the slowest, and
-//! the element takes about 480 instructions a packet, most of them the
-//! walk's per-level bookkeeping. Output batches per port and the framework's
+//! off this row by removing the TLB misses); the cache-resident row is
+//! bound by the element's 88 instructions a packet (the two passes about
+//! 47, the split and the extra output batches about 32, the rest per
+//! batch). The IPv6 walk is 6 to 8 dependent loads for a /48; the
+//! level-synchronous walk overlaps them across packets but each round
+//! still waits on the slowest, and the element takes about 400
+//! instructions a packet, most of them the walk's per-level bookkeeping
+//! (about 40 a level: packed state read and written back, the shifts of
+//! the 128-bit address). Output batches per port and the framework's
 //! per-batch work are part of every row.
 
 use super::lpmtable::{

@@ -70,6 +70,13 @@ impl NextHops {
     pub fn get(&self, id: u32) -> NextHop {
         self.hops[id as usize - 1]
     }
+
+    /// The next hop with id `id`, `None` for 0 (no route); no panic path,
+    /// for the per-packet loops.
+    #[inline]
+    pub fn find(&self, id: u32) -> Option<NextHop> {
+        self.hops.get((id as usize).wrapping_sub(1)).copied()
+    }
 }
 
 /// One route in the RIB.

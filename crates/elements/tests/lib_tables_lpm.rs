@@ -76,11 +76,23 @@ fn v6(s: &str) -> u128 {
 /// written (after storing DST_IP at offset 0) to a pcap file. Returns the
 /// router and the packets of every output.
 fn run_lpm(name: &str, config: &str, n: usize, pkts: &[Vec<u8>]) -> (Router, Vec<Vec<Vec<u8>>>) {
+    run_lpm_after(name, "", config, n, pkts)
+}
+
+/// As [`run_lpm`], with `prelude` (elements ending in `->`) between the
+/// source and LPM.
+fn run_lpm_after(
+    name: &str,
+    prelude: &str,
+    config: &str,
+    n: usize,
+    pkts: &[Vec<u8>],
+) -> (Router, Vec<Vec<Vec<u8>>>) {
     let d = tmpdir(name);
     let inp = d.join("in.pcap");
     write_pcap(&inp, pkts);
     let mut text = format!(
-        "FromDump({}, STOP true) -> rt :: LPM({config});\n",
+        "FromDump({}, STOP true) -> {prelude} rt :: LPM({config});\n",
         inp.display()
     );
     for k in 0..n {
@@ -455,16 +467,38 @@ proptest! {
         routes in prop::collection::vec(route_strategy(), 1..30),
         extra in prop::collection::vec(any::<u128>(), 0..8),
         junk in prop::collection::vec(prop::collection::vec(any::<u8>(), 0..48), 0..6),
+        mode in 0..4u8,
     ) {
         let cfg: Vec<String> = routes.iter().map(|r| r.unparse(false)).collect();
-        let cfg = cfg.join(", ");
+        let mut cfg = cfg.join(", ");
         let mut pkts: Vec<Vec<u8>> = probes(&routes, &extra)
             .into_iter()
             .map(|(v6, a)| if v6 { ip6(a) } else { ip4((a as u32).to_be_bytes()) })
             .collect();
         pkts.extend(junk);
-        let (rf, of) = run_lpm("pf", &format!("{cfg}, HEADER true"), 4, &pkts);
-        let (rr, or) = run_lpm("pr", &format!("{cfg}, HEADER true, IMPL reference"), 4, &pkts);
+        // Where the header is found: the network header at the data's
+        // start (FromDump on raw IP), 14 bytes in (Unstrip), before the
+        // data (Strip: every packet bad), or no network header and
+        // `OFFSET 14` (a 14-byte prefix starting with 0, not IP).
+        let prelude = match mode {
+            1 => "Unstrip(14) ->",
+            2 => "Strip(4) ->",
+            _ => "",
+        };
+        if mode == 3 {
+            for p in &mut pkts {
+                p.splice(0..0, [0u8; 14]);
+            }
+            cfg.push_str(", OFFSET 14");
+        }
+        let (rf, of) = run_lpm_after("pf", prelude, &format!("{cfg}, HEADER true"), 4, &pkts);
+        let (rr, or) = run_lpm_after(
+            "pr",
+            prelude,
+            &format!("{cfg}, HEADER true, IMPL reference"),
+            4,
+            &pkts,
+        );
         prop_assert_eq!(of, or);
         for h in ["table", "count", "lookups", "no_route", "bad"] {
             prop_assert_eq!(read(&rf, &format!("rt.{h}")), read(&rr, &format!("rt.{h}")), "{}", h);

@@ -71,33 +71,51 @@
 //! else appended, and the arrays are compacted when half of them is dead.
 //! Nodes are 32 bytes, aligned, so that none straddles two cache lines.
 //!
-//! Lookups are batched, in stages, as DPDK's `rte_lpm_lookupx4`, 64
-//! packets at a time with the group's state in arrays on the stack
-//! (struct of arrays): the destinations are read first (IPv4 ones at
-//! their packet's index, IPv6 ones packed with their packet's index),
-//! the IPv4 first-level entries of all of them are prefetched, then
-//! resolved; a last pass turns next hops into output ports and writes the
-//! annotations. The split over the outputs is `Batch::split_into`: packets
-//! counted per output first, then each written to its output's next place
-//! (the whole batch goes out unsplit when every packet takes one output;
-//! dropped packets go to a batch of their own, released together; session
-//! 9: 123 to 112 instructions a packet with 1,024 destinations over four
-//! outputs, against one push a packet). This layout took the IPv4
-//! element from 154 to 125 instructions a packet (`perf stat`, 1,024
-//! destinations, 2026-11-22): the earlier version pushed each address and
-//! family mark into growable scratch vectors (length written back to
-//! memory on every push) and then walked the batch with per-family
-//! cursors. (Prefetching each entry inside the extraction loop and
-//! resolving it in the routing loop was tried earlier and measured no
-//! faster with 65,536 destinations and about 10 % slower with 1,024, so
-//! the stages stay apart. Keeping the IPv6 arrays in reused vectors, to
-//! avoid zeroing 1 KiB a group, cost 6 instructions a packet more than
-//! the zeroing, and was dropped.)
-//! The IPv6 walk is level-synchronous (every packet advances one
-//! node per round, the next node prefetched) so that the cache misses of
-//! different packets overlap. Entries hold interned next-hop ids (port and
-//! gateway, a small table that stays in L1); prefix lengths needed only
-//! for updates live in separate arrays.
+//! Lookups are batched, 64 packets at a time with the group's state in
+//! arrays on the stack (struct of arrays), in two passes that call
+//! nothing (session 9's lesson: one out-of-line call in a per-packet loop,
+//! even an error path, costs register spills on every packet; each group
+//! is also a function of its own, so that its loops keep their state in
+//! registers). The first pass reads each packet's IPv4 destination and
+//! prefetches its first-level entry, listing the packets that are not
+//! IPv4; the second resolves every destination (the first level is a
+//! fixed-size array indexed by 24 bits: no bounds test) and maps the next
+//! hop through a flat array (id to port and IPv4 gateway) to the packet's
+//! output, and writes the annotation unconditionally: the gateway, else
+//! the destination (which, with `DST_IP` as the source, is the value it
+//! had; a packet without a route is dropped, so its annotation does not
+//! matter). The listed packets (IPv6, bad) follow in a pass of their own;
+//! a group with no IPv4 packet skips the second pass. Session 10
+//! (`perf stat`, the bench's frames, 1,024 destinations): the element from
+//! 115 to 88 instructions a packet for IPv4 (the single pass reading
+//! destinations into a family array, a separate lookup call, and a third
+//! pass mapping next hops with a range-checked lookup of 32-byte next-hop
+//! records took 33 more), 463 to 398 for IPv6. The `IMPL reference` path
+//! is a plain loop, a packet at a time, over the reference tries, so the
+//! differential tests check the staging as well as the tables.
+//! The split over the outputs is `Batch::split_into`: packets counted per
+//! output first, then each written to its output's next place (the whole
+//! batch goes out unsplit when every packet takes one output; dropped
+//! packets go to a batch of their own, released together, whose length
+//! less the bad packets is the `no_route` count). About 32 instructions a
+//! packet go to the split and the three more output batches downstream
+//! (measured by pushing the whole batch to one output instead).
+//! (Prefetching each entry inside the extraction loop and resolving it in
+//! a third pass was measured in session 4 as no faster with 65,536
+//! destinations and about 10 % slower with 1,024; in session 10 the
+//! prefetch sits in the extraction pass and the resolution in the next,
+//! two passes instead of three.)
+//! The IPv6 walk is level-synchronous (every packet advances one node per
+//! round, the next node prefetched) so that the cache misses of different
+//! packets overlap; the walking packets are kept packed (index, node,
+//! address bits not yet used, left-aligned), and a packet that reaches a
+//! leaf leaves the walk, its leaf read at the end. A level's bitmap is
+//! shifted left so that the slot's bit becomes the sign bit and POPCNT
+//! counts the bits up to it (no mask, no bit test); prefetches take
+//! wrapping pointers and array reads `get`, so no panic path is left in
+//! the loop. Entries hold interned next-hop ids (port and gateway, a small
+//! table that stays in L1); prefix lengths needed only for updates live in
+//! separate arrays.
 //!
 //! The big arrays (the IPv4 first level, the IPv6 nodes and leaves) are
 //! backed by 2 MiB pages where the kernel allows: `MADV_HUGEPAGE` when the
@@ -117,21 +135,22 @@
 //! destinations the IPv4 time sits on the prefetches themselves, which
 //! stall once the core's outstanding misses are used up (the lookup is
 //! bound by memory-level parallelism; 2 MiB pages took about a quarter
-//! off this row by removing the TLB misses); the element's 125 instructions a
-//! packet (`perf stat`: extraction, lookup, routing to four outputs (about
-//! 25 of them for the split alone), annotation) bound the cache-resident
-//! row. The IPv6 walk is 6 to 8 dependent loads
-//! for a /48 (nodes, then the leaf); the level-synchronous walk overlaps
-//! them across packets but each round still waits on the slowest, and
-//! the element takes about 480 instructions a packet, most of them the
-//! walk's per-level bookkeeping. Output batches per port and the framework's
+//! off this row by removing the TLB misses); the cache-resident row is
+//! bound by the element's 88 instructions a packet (the two passes about
+//! 47, the split and the extra output batches about 32, the rest per
+//! batch). The IPv6 walk is 6 to 8 dependent loads for a /48; the
+//! level-synchronous walk overlaps them across packets but each round
+//! still waits on the slowest, and the element takes about 400
+//! instructions a packet, most of them the walk's per-level bookkeeping
+//! (about 40 a level: packed state read and written back, the shifts of
+//! the 128-bit address). Output batches per port and the framework's
 //! per-batch work are part of every row.
 
 use super::lpmtable::{
     mask6, BinTrie, Dir248, Fib4, Fib6, NextHop, NextHops, Poptrie6, Rib, RibEntry,
 };
 use crate::iproute::routetable::{parse_route, IpRoute};
-use linerate_runtime::anno::offsets;
+use linerate_runtime::anno::{offsets, NO_HEADER};
 use linerate_runtime::{Batch, ConfigureCtx, Ctx, Element, ElementClass, HandlerSpec, Packet};
 use std::any::Any;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
@@ -238,10 +257,6 @@ enum Command {
     Remove,
 }
 
-/// Packet family marks in the per-batch scratch array.
-const BAD: u8 = 0;
-const V4: u8 = 4;
-const V6: u8 = 6;
 /// Packets looked up together (a source's batch is 64): their
 /// destinations and next hops are arrays on the stack.
 const GROUP: usize = 64;
@@ -255,6 +270,10 @@ pub struct Lpm {
     rib4: Rib<u32>,
     rib6: Rib<u128>,
     hops: NextHops,
+    /// For IPv4 next-hop id `k`: its output port (low 32 bits) and gateway
+    /// (high 32 bits, 0 for none); id 0 (no route) is the dropped
+    /// packets' port.
+    fwd4: Vec<u64>,
     fib4: Box<dyn Fib4>,
     fib6: Box<dyn Fib6>,
     noutputs: usize,
@@ -298,6 +317,7 @@ impl Lpm {
             rib4: Rib::new(),
             rib6: Rib::new(),
             hops: NextHops::default(),
+            fwd4: vec![noutputs as u64],
             fib4,
             fib6,
             noutputs,
@@ -337,6 +357,13 @@ impl Lpm {
             gw: r.gw,
             port: r.port as u32,
         });
+        if !r.v6 {
+            let k = nh as usize;
+            if self.fwd4.len() <= k {
+                self.fwd4.resize(k + 1, 0);
+            }
+            self.fwd4[k] = u64::from(r.port as u32) | u64::from(r.gw as u32) << 32;
+        }
         let e = RibEntry {
             gw: r.gw,
             port: r.port as u32,
@@ -499,22 +526,47 @@ enum Dest {
     Bad,
 }
 
+/// Where the IP header of `p` starts: its network header, else `offset`.
+#[inline(always)]
+fn ip_header(p: &Packet, offset: Option<usize>) -> Option<&[u8]> {
+    let off = match p.network_header_offset() {
+        Some(o) => usize::try_from(o).ok()?,
+        None => offset?,
+    };
+    p.data().get(off..)
+}
+
+/// The destination of `p`'s IPv4 header, if it has one (`HEADER`), as
+/// [`destination`] reads it, with `def` the offset for packets without a
+/// network header (`usize::MAX` for none). A network header in front of
+/// the data gives a huge offset, as does `def`, and fails the range test.
+#[inline(always)]
+fn dst4(p: &Packet, def: usize) -> Option<u32> {
+    let nh = p.anno().network_header;
+    let off = if nh != NO_HEADER {
+        usize::from(nh).wrapping_sub(p.headroom())
+    } else {
+        def
+    };
+    let ip = p.data().get(off..off.wrapping_add(20))?;
+    (ip[0] >> 4 == 4).then(|| u32::from_be_bytes([ip[16], ip[17], ip[18], ip[19]]))
+}
+
+/// The destination of `p`'s IPv6 header, if it has one (`HEADER`).
+#[inline(always)]
+fn dst6(p: &Packet, offset: Option<usize>) -> Option<u128> {
+    let ip = ip_header(p, offset)?.get(..40)?;
+    let b: [u8; 16] = ip[24..40].try_into().ok()?;
+    (ip[0] >> 4 == 6).then(|| u128::from_be_bytes(b))
+}
+
 /// The destination of `p`: the `DST_IP` annotation, or with `header` the
 /// IP header's (at the network header, else at `offset`).
-#[inline(always)]
 fn destination(header: bool, offset: Option<usize>, p: &Packet) -> Dest {
     if !header {
         return Dest::V4(u32::from(p.anno().dst_ip()));
     }
-    let off = match p.network_header_offset() {
-        Some(o) if o >= 0 => o as usize,
-        Some(_) => return Dest::Bad,
-        None => match offset {
-            Some(o) => o,
-            None => return Dest::Bad,
-        },
-    };
-    let Some(ip) = p.data().get(off..) else {
+    let Some(ip) = ip_header(p, offset) else {
         return Dest::Bad;
     };
     match ip.first().map(|b| b >> 4) {
@@ -557,95 +609,187 @@ fn make(ctx: &ConfigureCtx<'_>) -> Result<Box<dyn Element>, Vec<String>> {
     Ok(Box::new(e))
 }
 
+impl Lpm {
+    /// The fast path, with the DIR-24-8 table `t4`: the output of each
+    /// packet of `batch` into `out` (which holds the drop port), and its
+    /// annotation; returns the number of bad packets. In groups of 64: one
+    /// pass reads the IPv4 destinations and prefetches their first-level
+    /// entries, listing the other packets; a second pass, which calls
+    /// nothing, resolves the IPv4 ones; the listed packets (IPv6, bad)
+    /// follow.
+    fn route_fast(&self, t4: &Dir248, batch: &mut [Packet], out: &mut [u32]) -> u64 {
+        let def = self.offset.unwrap_or(usize::MAX);
+        batch
+            .chunks_mut(GROUP)
+            .zip(out.chunks_mut(GROUP))
+            .map(|(group, out)| self.group4(t4, def, group, out))
+            .sum()
+    }
+
+    /// [`Lpm::route_fast`] for one group (a function of its own, so that
+    /// its loops keep their state in registers).
+    #[inline(never)]
+    fn group4(&self, t4: &Dir248, def: usize, group: &mut [Packet], out: &mut [u32]) -> u64 {
+        let mut a4 = [0u32; GROUP];
+        let mut rest = [0u8; GROUP];
+        let mut nr = 0;
+        if self.header {
+            // Packets that are not IPv4 look up 0.0.0.0 here, and get
+            // their output and annotation from `route_rest`.
+            for ((i, p), a4) in group.iter().enumerate().zip(&mut a4) {
+                match dst4(p, def) {
+                    Some(a) => {
+                        t4.prefetch(a);
+                        *a4 = a;
+                    }
+                    None => {
+                        rest[nr % GROUP] = i as u8;
+                        nr += 1;
+                    }
+                }
+            }
+        } else {
+            for (p, a4) in group.iter().zip(&mut a4) {
+                let a = u32::from(p.anno().dst_ip());
+                t4.prefetch(a);
+                *a4 = a;
+            }
+        }
+        // The annotation is the gateway, else the destination (with
+        // `DST_IP` as the source, that is the value it had); a packet
+        // without a route is dropped, so its annotation does not matter.
+        let drop_fwd = self.noutputs as u64;
+        if nr == group.len() {
+            return self.route_rest(group, out, &rest[..nr]);
+        }
+        for ((p, o), &a) in group.iter_mut().zip(out.iter_mut()).zip(&a4) {
+            let f = self.fwd4.get(t4.get(a) as usize).copied();
+            let f = f.unwrap_or(drop_fwd);
+            let gw = (f >> 32) as u32;
+            let v = if gw != 0 { gw } else { a };
+            p.anno_mut().set_dst_ip(Ipv4Addr::from(v));
+            *o = f as u32;
+        }
+        if nr == 0 {
+            return 0;
+        }
+        self.route_rest(group, out, &rest[..nr])
+    }
+
+    /// The packets `rest` of `group` that had no IPv4 header: IPv6 ones
+    /// through the IPv6 table (a batched walk), the others dropped as bad
+    /// (counted in the result).
+    #[inline(never)]
+    fn route_rest(&self, group: &mut [Packet], out: &mut [u32], rest: &[u8]) -> u64 {
+        let drop_out = self.noutputs as u32;
+        let mut a6 = [0u128; GROUP];
+        let mut i6 = [0u8; GROUP];
+        let (mut n6, mut bad) = (0, 0);
+        // Reads by `get` and indices modulo the arrays' length: no panic
+        // path in the loops (none is out of range).
+        for &i in rest {
+            let k = usize::from(i);
+            let (Some(p), Some(o)) = (group.get(k), out.get_mut(k)) else {
+                continue;
+            };
+            match dst6(p, self.offset) {
+                Some(a) => {
+                    a6[n6 % GROUP] = a;
+                    i6[n6 % GROUP] = i;
+                    n6 += 1;
+                }
+                None => {
+                    *o = drop_out;
+                    bad += 1;
+                }
+            }
+        }
+        if n6 > 0 {
+            let mut r6 = [0u32; GROUP];
+            let n6 = n6.min(GROUP);
+            self.fib6.lookup(&a6[..n6], &mut r6[..n6]);
+            for ((&i, &id), &a) in i6.iter().zip(&r6).zip(&a6).take(n6) {
+                let k = usize::from(i);
+                let (Some(p), Some(o)) = (group.get_mut(k), out.get_mut(k)) else {
+                    continue;
+                };
+                let Some(h) = self.hops.find(id) else {
+                    *o = drop_out;
+                    continue;
+                };
+                *o = h.port;
+                let a = if h.gw != 0 { h.gw } else { a };
+                p.anno_mut().user[offsets::DST_IP..offsets::DST_IP + 16]
+                    .copy_from_slice(&a.to_be_bytes());
+            }
+        }
+        bad
+    }
+
+    /// The reference path (`IMPL reference`): a packet at a time, each
+    /// destination read, looked up and annotated as the element's
+    /// description says; same results as [`Lpm::route_fast`].
+    fn route_reference(&self, batch: &mut [Packet], out: &mut [u32]) -> u64 {
+        let mut bad = 0;
+        for (p, o) in batch.iter_mut().zip(out.iter_mut()) {
+            let a = match destination(self.header, self.offset, p) {
+                Dest::V4(a) => IpAddr::V4(Ipv4Addr::from(a)),
+                Dest::V6(a) => IpAddr::V6(Ipv6Addr::from(a)),
+                Dest::Bad => {
+                    bad += 1;
+                    continue;
+                }
+            };
+            let Some(h) = self.lookup(a) else {
+                continue;
+            };
+            *o = h.port;
+            if h.gw != 0 || self.header {
+                let u = &mut p.anno_mut().user;
+                match a {
+                    IpAddr::V4(a) => {
+                        let g = Ipv4Addr::from(h.gw as u32);
+                        u[..4].copy_from_slice(&if h.gw != 0 { g } else { a }.octets());
+                    }
+                    IpAddr::V6(a) => {
+                        let g = Ipv6Addr::from(h.gw);
+                        u[..16].copy_from_slice(&if h.gw != 0 { g } else { a }.octets());
+                    }
+                }
+            }
+        }
+        bad
+    }
+}
+
 impl Element for Lpm {
     fn push(&mut self, _port: usize, mut batch: Batch, ctx: &mut Ctx<'_>) {
         let n = batch.len();
         self.lookups += n as u64;
         // Dropped packets go to the batch after the outputs'.
         let drop_out = self.noutputs as u32;
-        self.out.clear();
-        self.out.resize(n, 0);
-        let (header, offset) = (self.header, self.offset);
-        for (group, out) in batch
-            .as_mut_slice()
-            .chunks_mut(GROUP)
-            .zip(self.out.chunks_mut(GROUP))
-        {
-            let n = group.len();
-            // Stage 1: destinations, struct of arrays. IPv4 addresses stay
-            // at their packet's index (0 for the others); IPv6 ones are
-            // packed, with their packet's index beside them.
-            let mut fam = [BAD; GROUP];
-            let mut a4 = [0u32; GROUP];
-            let mut a6 = [0u128; GROUP];
-            let mut i6 = [0u8; GROUP];
-            let (mut n4, mut n6) = (0, 0);
-            for (i, p) in group.iter().enumerate() {
-                match destination(header, offset, p) {
-                    Dest::V4(a) => {
-                        a4[i] = a;
-                        fam[i] = V4;
-                        n4 += 1;
-                    }
-                    Dest::V6(a) => {
-                        a6[n6] = a;
-                        i6[n6] = i as u8;
-                        fam[i] = V6;
-                        n6 += 1;
-                    }
-                    Dest::Bad => {}
-                }
-            }
-            // Stage 2: the tables (prefetch all, then resolve).
-            let mut nh = [0u32; GROUP];
-            if n4 > 0 {
-                self.fib4.lookup(&a4[..n], &mut nh[..n]);
-            }
-            if n6 > 0 {
-                let mut r6 = [0u32; GROUP];
-                self.fib6.lookup(&a6[..n6], &mut r6[..n6]);
-                for j in 0..n6 {
-                    let (i, id) = (i6[j] as usize, r6[j]);
-                    nh[i] = id;
-                    if id != 0 {
-                        let h = self.hops.get(id);
-                        if h.gw != 0 || header {
-                            let a = if h.gw != 0 { h.gw } else { a6[j] };
-                            group[i].anno_mut().user[offsets::DST_IP..offsets::DST_IP + 16]
-                                .copy_from_slice(&a.to_be_bytes());
-                        }
-                    }
-                }
-            }
-            // Stage 3: output ports; IPv4 annotations.
-            for i in 0..n {
-                let (f, id) = (fam[i], nh[i]);
-                out[i] = if f == BAD {
-                    self.bad += 1;
-                    drop_out
-                } else if id == 0 {
-                    self.no_route += 1;
-                    drop_out
-                } else {
-                    let h = self.hops.get(id);
-                    if f == V4 && (h.gw != 0 || header) {
-                        let a = if h.gw != 0 { h.gw as u32 } else { a4[i] };
-                        group[i].anno_mut().set_dst_ip(Ipv4Addr::from(a));
-                    }
-                    h.port
-                };
-            }
-        }
+        let mut out = std::mem::take(&mut self.out);
+        out.clear();
+        out.resize(n, drop_out);
+        let bad = match self.fib4.dir248() {
+            Some(t4) => self.route_fast(t4, batch.as_mut_slice(), &mut out),
+            None => self.route_reference(batch.as_mut_slice(), &mut out),
+        };
+        self.bad += bad;
+        self.out = out;
         // The split: the whole batch when every packet takes one output,
         // else `Batch::split_into` (counted first) onto the outputs'
-        // batches and the dropped ones', which is released at once.
+        // batches and the dropped ones', which is released at once (the
+        // dropped packets that were not bad had no route).
         let first = self.out.first().copied().unwrap_or(drop_out);
         if first != drop_out && self.out.iter().all(|&o| o == first) {
             ctx.push(first as usize, batch);
             return;
         }
         batch.split_into(&self.out, &mut self.outs);
-        drop(std::mem::take(&mut self.outs[self.noutputs]));
+        let dropped = std::mem::take(&mut self.outs[self.noutputs]);
+        self.no_route += dropped.len() as u64 - bad;
+        drop(dropped);
         for (i, b) in self.outs[..self.noutputs].iter_mut().enumerate() {
             if !b.is_empty() {
                 ctx.push(i, std::mem::take(b));

@@ -70,6 +70,13 @@ impl NextHops {
     pub fn get(&self, id: u32) -> NextHop {
         self.hops[id as usize - 1]
     }
+
+    /// The next hop with id `id`, `None` for 0 (no route); no panic path,
+    /// for the per-packet loops.
+    #[inline]
+    pub fn find(&self, id: u32) -> Option<NextHop> {
+        self.hops.get((id as usize).wrapping_sub(1)).copied()
+    }
 }
 
 /// One route in the RIB.
@@ -128,6 +135,11 @@ pub trait Fib4: Send + 'static {
     /// pages (random lookups then miss in the cache but not also in the
     /// TLB).
     fn settle(&self) {}
+    /// The table as DIR-24-8, whose lookups the element inlines into its
+    /// per-packet loop (the reference trie answers `None`).
+    fn dir248(&self) -> Option<&Dir248> {
+        None
+    }
 }
 
 /// An IPv6 forwarding table.
@@ -186,18 +198,23 @@ impl Dir248 {
 
     /// Start loading the first-level entry of `a`.
     #[inline(always)]
-    fn prefetch(&self, a: u32) {
+    pub fn prefetch(&self, a: u32) {
         prefetch(&self.tbl24[(a >> 8) as usize]);
     }
 
-    /// The next-hop id of `a` (0: no route).
+    /// The next-hop id of `a` (0: no route). The first level is a
+    /// fixed-size array indexed by 24 bits (no bounds test); a group index
+    /// is always in range (`apply` makes the group before it stores the
+    /// index), and the `unwrap_or` only keeps a panic call, and the
+    /// register spills it costs, out of the callers' loops.
     #[inline(always)]
-    fn get(&self, a: u32) -> u32 {
+    pub fn get(&self, a: u32) -> u32 {
         let e = self.tbl24[(a >> 8) as usize];
         if e & EXT == 0 {
             e
         } else {
-            self.tbl8[(((e & !EXT) as usize) << 8) | (a & 0xff) as usize]
+            let j = (((e & !EXT) as usize) << 8) | (a & 0xff) as usize;
+            self.tbl8.get(j).copied().unwrap_or(0)
         }
     }
 
@@ -311,13 +328,15 @@ impl Fib4 for Dir248 {
         huge_pages(&self.tbl24[..], true);
         huge_pages(&self.tbl8, true);
     }
+
+    fn dir248(&self) -> Option<&Dir248> {
+        Some(self)
+    }
 }
 
 // ---------------------------------------------------------------------
 // IPv6: compressed multibit trie.
 
-/// Marks a walk whose next step is reading a leaf (not a bit position).
-const LEAF: u8 = 0xff;
 /// Bits per node below the first level.
 const STRIDE: u32 = 6;
 /// Slots of the direct first level (the top 16 bits).
@@ -585,7 +604,7 @@ impl Fib6 for Poptrie6 {
     }
 
     fn lookup(&self, addrs: &[u128], out: &mut [u32]) {
-        for (a, o) in addrs.chunks(256).zip(out.chunks_mut(256)) {
+        for (a, o) in addrs.chunks(CHUNK6).zip(out.chunks_mut(CHUNK6)) {
             self.lookup_chunk(a, o);
         }
     }
@@ -596,59 +615,84 @@ impl Fib6 for Poptrie6 {
     }
 }
 
+/// Addresses [`Poptrie6::lookup_chunk`] walks together.
+const CHUNK6: usize = 64;
+
 impl Poptrie6 {
     /// Level-synchronous walk: every packet of the chunk advances one
-    /// node per round, and the next round's node (or leaf) is prefetched,
-    /// so the memory latency of one packet's walk overlaps the others'.
+    /// node per round, and the next round's node (or the leaf) is
+    /// prefetched, so the memory latency of one packet's walk overlaps the
+    /// others'. The packets still walking are kept packed (their index,
+    /// node and the address bits not yet used, left-aligned, so that a
+    /// level's 6 bits are the top ones); a packet that reaches a leaf
+    /// leaves the walk with the leaf's index in its `out`, and all leaves
+    /// are read at the end. Indices out of range (which a consistent trie
+    /// never holds) answer "no route": no bounds test calls a panic path.
     #[inline]
     fn lookup_chunk(&self, addrs: &[u128], out: &mut [u32]) {
-        let mut act = [0u8; 256];
-        let mut node = [0u32; 256];
-        let mut base = [0u8; 256];
+        // Indices into these arrays are taken modulo their length (no
+        // bounds test: none of them exceeds the chunk's length anyway).
+        let mut res = [0u32; CHUNK6];
+        let mut ai = [0u8; CHUNK6];
+        let mut an = [0u32; CHUNK6];
+        let mut ar = [0u128; CHUNK6];
+        let mut done = [0u8; CHUNK6];
         let first = &self.first[..TOP];
         for &a in addrs {
             prefetch(&first[(a >> 112) as usize]);
         }
+        let nodes = self.nodes.as_ptr();
+        let leaves = self.leaves.as_ptr();
         let mut na = 0;
-        for (i, (&a, o)) in addrs.iter().zip(out.iter_mut()).enumerate() {
+        for (i, (&a, o)) in addrs.iter().zip(&mut res).enumerate() {
             let [leaf, root] = first[(a >> 112) as usize];
-            if root == 0 {
-                *o = leaf;
-            } else if let Some(n) = self.nodes.get(root as usize - 1) {
-                prefetch(n);
-                node[i] = root - 1;
-                base[i] = 16;
-                act[na] = i as u8;
+            *o = leaf;
+            if root != 0 {
+                prefetch(nodes.wrapping_add(root as usize - 1));
+                ai[na % CHUNK6] = i as u8;
+                an[na % CHUNK6] = root - 1;
+                ar[na % CHUNK6] = a << 16;
                 na += 1;
             }
         }
+        let mut nd = 0;
         while na > 0 {
             let mut k = 0;
-            for j in 0..na {
-                let i = usize::from(act[j]);
-                if base[i] == LEAF {
-                    // The leaf prefetched last round.
-                    out[i] = self.leaves[node[i] as usize];
+            for j in 0..na.min(CHUNK6) {
+                let (i, r) = (usize::from(ai[j]), ar[j]);
+                let Some(n) = self.nodes.get(an[j] as usize) else {
+                    res[i % CHUNK6] = 0;
                     continue;
-                }
-                let n = &self.nodes[node[i] as usize];
-                let c = chunk(addrs[i], u32::from(base[i]));
-                let upto = u64::MAX >> (63 - c);
-                if n.vector >> c & 1 != 0 {
-                    let ni = n.base1 as usize + (n.vector & upto).count_ones() as usize - 1;
-                    prefetch(&self.nodes[ni]);
-                    node[i] = ni as u32;
-                    base[i] += STRIDE as u8;
+                };
+                // The level's 6 bits are `c = r >> 122`; shifting a bitmap
+                // left by `63 - c` keeps its bits up to `c`, the top one
+                // being bit `c`'s.
+                let s = (!(r >> 64) as u64) >> 58;
+                let v = n.vector << s;
+                if (v as i64) < 0 {
+                    let ni = n.base1.wrapping_add(v.count_ones()).wrapping_sub(1);
+                    prefetch(nodes.wrapping_add(ni as usize));
+                    ai[k % CHUNK6] = i as u8;
+                    an[k % CHUNK6] = ni;
+                    ar[k % CHUNK6] = r << STRIDE;
+                    k += 1;
                 } else {
-                    let li = n.base0 as usize + (n.leafvec & upto).count_ones() as usize - 1;
-                    prefetch(&self.leaves[li]);
-                    node[i] = li as u32;
-                    base[i] = LEAF;
+                    let l = n.leafvec << s;
+                    let li = n.base0.wrapping_add(l.count_ones()).wrapping_sub(1);
+                    prefetch(leaves.wrapping_add(li as usize));
+                    res[i % CHUNK6] = li;
+                    done[nd % CHUNK6] = i as u8;
+                    nd += 1;
                 }
-                act[k] = i as u8;
-                k += 1;
             }
             na = k;
+        }
+        for &i in &done[..nd.min(CHUNK6)] {
+            let o = &mut res[usize::from(i) % CHUNK6];
+            *o = self.leaves.get(*o as usize).copied().unwrap_or(0);
+        }
+        for (o, &r) in out.iter_mut().zip(&res) {
+            *o = r;
         }
     }
 }

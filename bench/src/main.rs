@@ -4,8 +4,7 @@
 //! runs issue 3's pipelines of Click's IP elements (AggregateIPFlows;
 //! IPFilter with 1,000 and 8,000 generated rules, with and without its
 //! decision cache; DecIPTTL, SetIPChecksum and ToDump to a memory-backed
-//! file system: `/dev/shm`, and, run as root, a tmpfs with `huge=always`
-//! that it mounts in a temporary directory and removes). It always drops the traces from the page cache first (see
+//! file system). It always drops the traces from the page cache first (see
 //! `--evict` below), so that its figures do not depend on whether
 //! `gentrace` has just written the trace; `--keep-cache` measures the page
 //! cache as it is instead. In that state `pcap_floor` (the issue's "merely
@@ -292,81 +291,11 @@ fn suite_ip(big: &Path, big_n: u64, traces: &Path, runs: usize) {
             cmd: lr(&format!("FromDump({s}, STOP true) -> Strip(14) -> CheckIPHeader -> DecIPTTL -> SetIPChecksum -> Unstrip(14) -> ToDump({out})"), &[]),
         },
     );
-    // The same pipeline into a tmpfs that holds files in 2 MiB pages
-    // (`huge=always`), mounted here if we may (root): the default tmpfs
-    // allocates a 4 KiB page per 4 KiB written, which on this machine costs
-    // more kernel time than everything else in the run (session 10).
-    let huge = HugeTmpfs::mount();
-    let out_huge = huge.as_ref().map(|h| h.dir.join("linerate-bench-out.pcap"));
-    if let Some(o) = &out_huge {
-        cases.push(Case {
-            name: "FromDump(2M) -> Strip(14) -> CheckIPHeader -> DecIPTTL -> SetIPChecksum -> Unstrip(14) -> ToDump(tmpfs, huge=always)".into(),
-            packets: 2_000_000,
-            cmd: lr(&format!("FromDump({s}, STOP true) -> Strip(14) -> CheckIPHeader -> DecIPTTL -> SetIPChecksum -> Unstrip(14) -> ToDump({})", o.display()), &[]),
-        });
-    }
     // ToDump writes a new file each run, as a user's run would: without
     // this, opening the previous run's 160 MB output truncates it inside
     // the timed run (about 40 kernel cycles a packet, session 8).
-    let remove_outputs = || {
+    measure(&cases, runs, &|| {
         let _ = std::fs::remove_file(&out);
-        if let Some(o) = &out_huge {
-            let _ = std::fs::remove_file(o);
-        }
-    };
-    measure(&cases, runs, &remove_outputs);
-    remove_outputs();
-}
-
-/// A tmpfs mounted with `huge=always` in a fresh directory, unmounted and
-/// removed on drop.
-struct HugeTmpfs {
-    dir: PathBuf,
-}
-
-impl HugeTmpfs {
-    /// `None` (with a note on standard error) where the mount fails: not
-    /// root, or a kernel without transparent huge pages for tmpfs.
-    fn mount() -> Option<HugeTmpfs> {
-        use std::ffi::CString;
-        let dir = std::env::temp_dir().join(format!("linerate-bench-huge-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).ok()?;
-        let c = |s: &str| CString::new(s).expect("no NUL");
-        let (src, target, fs, opts) = (
-            c("linerate-bench"),
-            c(dir.to_str()?),
-            c("tmpfs"),
-            c("huge=always,size=1g"),
-        );
-        // SAFETY: NUL-terminated strings that outlive the call.
-        let rc = unsafe {
-            libc::mount(
-                src.as_ptr(),
-                target.as_ptr(),
-                fs.as_ptr(),
-                0,
-                opts.as_ptr().cast(),
-            )
-        };
-        if rc != 0 {
-            eprintln!(
-                "no tmpfs with huge=always at {} ({}): its ToDump row is skipped",
-                dir.display(),
-                std::io::Error::last_os_error()
-            );
-            let _ = std::fs::remove_dir(&dir);
-            return None;
-        }
-        Some(HugeTmpfs { dir })
-    }
-}
-
-impl Drop for HugeTmpfs {
-    fn drop(&mut self) {
-        if let Ok(target) = std::ffi::CString::new(self.dir.as_os_str().as_encoded_bytes()) {
-            // SAFETY: a NUL-terminated path that outlives the call.
-            unsafe { libc::umount(target.as_ptr()) };
-        }
-        let _ = std::fs::remove_dir(&self.dir);
-    }
+    });
+    let _ = std::fs::remove_file(&out);
 }

@@ -144,7 +144,7 @@
 use super::microflowtable::{hash_key, Microflow};
 use super::record::{end_reason, Direction, FlowRecord};
 use crate::hint::prefetch;
-use crate::tables::cuckoocore::{Huge, Zeroed};
+use crate::tables::huge::{Huge, Zeroed};
 use linerate_runtime::flow::FlowKey;
 use linerate_runtime::{Batch, ConfigureCtx, Ctx, Element, ElementClass, HandlerSpec, MAX_BATCH};
 use std::any::Any;

@@ -8,7 +8,7 @@
 //! after the RIB changes for one prefix, `update` brings the table in line
 //! with it. Lookups are batched and return next-hop ids (0: no route).
 
-use super::cuckoocore::huge_pages;
+use super::huge::huge_pages;
 use crate::hint::prefetch;
 use std::collections::{BTreeMap, HashMap};
 

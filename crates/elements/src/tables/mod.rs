@@ -6,6 +6,7 @@ pub(crate) mod cuckoocore;
 pub mod cuckoohash;
 pub mod flowcache;
 pub mod hashtcam;
+pub(crate) mod huge;
 pub mod lpm;
 pub mod lpmtable;
 

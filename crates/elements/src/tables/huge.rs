@@ -1,0 +1,135 @@
+//! Arrays backed by 2 MiB pages, for tables of megabytes that packets
+//! index at random: a lookup then costs a cache miss, not also a TLB miss
+//! and a page walk. Shared by the cuckoo tables, LPM and FlowAggregator.
+
+use std::mem::MaybeUninit;
+
+/// Give `advice` (`MADV_HUGEPAGE`, `MADV_COLLAPSE`) for the whole 2 MiB
+/// pages inside `bytes` bytes from `start`, memory the caller owns.
+#[cfg(target_os = "linux")]
+fn advise(start: usize, bytes: usize, advice: libc::c_int) {
+    const HUGE: usize = 2 << 20;
+    let (a, b) = (start.next_multiple_of(HUGE), (start + bytes) & !(HUGE - 1));
+    if b > a {
+        // SAFETY: the range lies inside an allocation the caller owns;
+        // MADV_HUGEPAGE and MADV_COLLAPSE only change the size of the pages
+        // backing it, never its contents. Failure (an older kernel, no
+        // free huge page) is harmless and ignored.
+        unsafe { libc::madvise(a as *mut libc::c_void, b - a, advice) };
+    }
+}
+
+/// Ask the kernel to back `v` with 2 MiB pages: pages not touched yet get
+/// them when first written (`MADV_HUGEPAGE`) and, with `collapse`, pages
+/// already mapped with 4 KiB pages are folded into huge pages now
+/// (`MADV_COLLAPSE`, Linux 6.1 and later; it also fills untouched ranges,
+/// so it is for tables that are mostly written).
+pub(crate) fn huge_pages<T>(v: &[T], collapse: bool) {
+    #[cfg(target_os = "linux")]
+    {
+        let (start, bytes) = (v.as_ptr() as usize, std::mem::size_of_val(v));
+        advise(start, bytes, libc::MADV_HUGEPAGE);
+        if collapse {
+            advise(start, bytes, libc::MADV_COLLAPSE);
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = (v, collapse);
+}
+
+/// Types for which all-zero bytes are a valid value, the element type of
+/// a [`Huge`] array.
+///
+/// # Safety
+/// Implement only for integers, arrays of them and structs whose fields
+/// are all of these (no references, `bool`s, enums or `NonZero`s); the
+/// bytes of a struct's padding may hold anything.
+pub(crate) unsafe trait Zeroed: Copy {}
+
+// SAFETY: an integer.
+unsafe impl Zeroed for u64 {}
+
+/// A fixed-length, zero-filled array whose memory starts at a 2 MiB
+/// boundary and is backed by 2 MiB pages where it spans one or more (a
+/// random access to a table of tens of megabytes then costs a cache
+/// miss, not also a TLB miss and a page walk). A `Vec`'s memory starts
+/// wherever the allocator puts it, often inside the heap already mapped
+/// with 4 KiB pages: a 2 MiB index there got no huge page at all, and a
+/// grown slab only some (measured: a 4 KiB page walk every other
+/// microflow in `FlowAggregator`).
+pub(crate) struct Huge<T: Zeroed> {
+    ptr: std::ptr::NonNull<T>,
+    len: usize,
+}
+
+impl<T: Zeroed> Huge<T> {
+    const PAGE: usize = 2 << 20;
+
+    /// The allocation of `len` entries (`None` for no bytes).
+    fn layout(len: usize) -> Option<std::alloc::Layout> {
+        let bytes = len.checked_mul(std::mem::size_of::<T>())?;
+        let align = if bytes >= Self::PAGE / 2 {
+            Self::PAGE
+        } else {
+            std::mem::align_of::<T>()
+        };
+        let l = std::alloc::Layout::from_size_align(bytes.next_multiple_of(align), align);
+        (bytes > 0).then(|| l.expect("table too large"))
+    }
+
+    /// `len` all-zero entries.
+    pub(crate) fn new(len: usize) -> Huge<T> {
+        let Some(l) = Self::layout(len) else {
+            return Huge {
+                ptr: std::ptr::NonNull::dangling(),
+                len,
+            };
+        };
+        // SAFETY: `l` has a non-zero size.
+        let p = unsafe { std::alloc::alloc(l) };
+        let Some(ptr) = std::ptr::NonNull::new(p as *mut T) else {
+            std::alloc::handle_alloc_error(l)
+        };
+        // SAFETY: the allocation holds `l.size()` bytes; the slice of
+        // `MaybeUninit` bytes reads none of them (the advice only changes
+        // the pages backing it).
+        let raw = unsafe { std::slice::from_raw_parts(p as *const MaybeUninit<u8>, l.size()) };
+        huge_pages(raw, false);
+        // SAFETY: `len` entries fit in the allocation, aligned for `T`;
+        // all-zero bytes are a valid `T` (`Zeroed`).
+        unsafe { std::ptr::write_bytes(ptr.as_ptr(), 0, len) };
+        let v = Huge { ptr, len };
+        // Memory the allocator had mapped before keeps its 4 KiB pages
+        // unless collapsed now.
+        huge_pages(&v, true);
+        v
+    }
+}
+
+impl<T: Zeroed> std::ops::Deref for Huge<T> {
+    type Target = [T];
+    fn deref(&self) -> &[T] {
+        // SAFETY: `ptr` holds `len` initialized entries (or is dangling
+        // with no bytes) and lives as long as `self`.
+        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
+    }
+}
+
+impl<T: Zeroed> std::ops::DerefMut for Huge<T> {
+    fn deref_mut(&mut self) -> &mut [T] {
+        // SAFETY: as `deref`, and `&mut self` makes the borrow unique.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.len) }
+    }
+}
+
+impl<T: Zeroed> Drop for Huge<T> {
+    fn drop(&mut self) {
+        if let Some(l) = Self::layout(self.len) {
+            // SAFETY: allocated in `new` with this layout.
+            unsafe { std::alloc::dealloc(self.ptr.as_ptr() as *mut u8, l) };
+        }
+    }
+}
+
+// SAFETY: `Huge` owns its entries like a `Box<[T]>`.
+unsafe impl<T: Zeroed + Send> Send for Huge<T> {}

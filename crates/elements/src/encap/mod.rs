@@ -165,7 +165,6 @@ pub(crate) const ENCAP_HANDLERS: &[HandlerSpec] = &[
 
 /// An encapsulator's configuration and state.
 pub(crate) struct Encap {
-    tunnel: Tunnel,
     fast: bool,
     pub has_out1: bool,
     src: IpAddr,
@@ -176,12 +175,10 @@ pub(crate) struct Encap {
     dscp: u8,
     id: u32,
     dport: u16,
-    /// The template and what writing it needs.
+    /// The tunnel, the outer family's header length and the template.
     outer: Outer,
     /// Header bytes pushed in front of the payload.
     hlen: usize,
-    /// Outer IP header length (20 or 40).
-    iplen: usize,
     /// Next IPv4 identification.
     ident: u16,
     pub counts: Counts,
@@ -232,7 +229,6 @@ impl Encap {
         };
         let iplen = if src.is_ipv4() { 20 } else { 40 };
         let mut e = Encap {
-            tunnel,
             fast,
             has_out1: ctx.noutputs() > 1,
             src,
@@ -251,7 +247,6 @@ impl Encap {
                 iplen,
             },
             hlen: 14 + iplen + tunnel.tunnel_len(),
-            iplen,
             ident: 0,
             counts: Counts::new(ENCAP_REASONS),
         };
@@ -310,7 +305,7 @@ impl Encap {
     /// `linerate_wire`'s `Repr::emit`, for `payload_len` encapsulated bytes
     /// (the UDP checksum stays 0).
     fn emit_headers(&self, h: &mut [u8], payload_len: usize, ident: u16, sport: u16, flow: u8) {
-        let t = self.tunnel;
+        let t = self.outer.tunnel;
         let (proto, et) = match (t, self.src) {
             (Tunnel::Nvgre, IpAddr::V4(_)) => (IpProtocol::GRE, EtherType::IPV4),
             (Tunnel::Nvgre, IpAddr::V6(_)) => (IpProtocol::GRE, EtherType::IPV6),
@@ -358,7 +353,7 @@ impl Encap {
             }
             _ => {}
         }
-        let l4 = &mut h[14 + self.iplen..];
+        let l4 = &mut h[14 + self.outer.iplen..];
         match t {
             Tunnel::Nvgre => {
                 let r = gre::Repr::nvgre(self.id, flow);
@@ -420,7 +415,7 @@ impl Encap {
     /// identification, checksum, FlowID or source port patched.
     #[inline(always)]
     fn encap_fast(&mut self, p: &mut Packet) -> Result<(), u8> {
-        let (tunnel, iplen, hlen) = (self.tunnel, self.iplen, self.hlen);
+        let (tunnel, iplen, hlen) = (self.outer.tunnel, self.outer.iplen, self.hlen);
         let (strip, inner) = Self::inner_range(tunnel, p)?;
         let hash = flow_hash_of(p);
         if inner + hlen - 14 > 0xffff {
@@ -518,7 +513,7 @@ impl Encap {
     /// One packet, the reference way: every header emitted with
     /// `linerate_wire`'s `Repr::emit` (checksums computed from scratch).
     fn encap_reference(&mut self, p: &mut Packet) -> Result<(), u8> {
-        let (strip, inner) = Self::inner_range(self.tunnel, p)?;
+        let (strip, inner) = Self::inner_range(self.outer.tunnel, p)?;
         let hash = flow_hash_of(p);
         if inner + self.hlen - 14 > 0xffff {
             return Err(ENC_TOO_LONG);
@@ -526,7 +521,7 @@ impl Encap {
         p.take(p.len() - strip - inner);
         p.pull(strip);
         p.push(self.hlen);
-        let v4 = self.iplen == 20;
+        let v4 = self.outer.iplen == 20;
         let ident = if v4 { self.ident } else { 0 };
         let hlen = self.hlen;
         let d = p.data_mut();
@@ -534,7 +529,7 @@ impl Encap {
         self.emit_headers(&mut h[..hlen], inner, ident, entropy_port(hash), hash as u8);
         d[..hlen].copy_from_slice(&h[..hlen]);
         if let (IpAddr::V6(src), IpAddr::V6(dst), false) =
-            (self.src, self.dst, self.tunnel == Tunnel::Nvgre)
+            (self.src, self.dst, self.outer.tunnel == Tunnel::Nvgre)
         {
             let mut u = UdpPacket::new_unchecked(&mut d[54..]);
             u.fill_checksum(&IpPair::V6 { src, dst });
@@ -542,7 +537,7 @@ impl Encap {
         if v4 {
             self.ident = self.ident.wrapping_add(1);
         }
-        Self::annotate(p, self.tunnel, self.iplen);
+        Self::annotate(p, self.outer.tunnel, self.outer.iplen);
         Ok(())
     }
 
@@ -587,7 +582,7 @@ impl Encap {
     /// packets and the ones that could not be.
     pub(crate) fn process(&mut self, mut batch: Batch) -> (Batch, Option<Batch>) {
         if self.fast && batch.len() <= 256 {
-            let bad = match (self.tunnel, self.iplen) {
+            let bad = match (self.outer.tunnel, self.outer.iplen) {
                 (Tunnel::Nvgre, 20) => self.encap_batch(&mut batch, Tunnel::Nvgre, 20),
                 (Tunnel::Nvgre, _) => self.encap_batch(&mut batch, Tunnel::Nvgre, 40),
                 (Tunnel::Vxlan, 20) => self.encap_batch(&mut batch, Tunnel::Vxlan, 20),
@@ -608,8 +603,8 @@ impl Encap {
     }
 }
 
-/// An encapsulator's outer headers: the template and what patching it
-/// needs. Copied out of [`Encap`] before a batch's loop, so that the
+/// An encapsulator's outer headers: the tunnel, the outer IP header
+/// length, the template and what patching it needs. Copied out of [`Encap`] before a batch's loop, so that the
 /// compiler can keep it in registers (stores to packet bytes could
 /// otherwise alias it).
 #[derive(Clone, Copy)]
@@ -673,7 +668,7 @@ impl Outer {
                     if tunnel == Tunnel::Gtpu {
                         s = ones_add(s, glen);
                     }
-                    let c = !ones_add(s, linerate_wire::checksum::sum(rest).to_be());
+                    let c = !ones_add(s, ones_sum(rest));
                     let c = if c == 0 { 0xffff } else { c };
                     h[l4 + 6..l4 + 8].copy_from_slice(&c.to_ne_bytes());
                 }
@@ -690,11 +685,12 @@ fn ones_add(a: u16, b: u16) -> u16 {
     s + u16::from(carry)
 }
 
-/// One's-complement sum of `b` (even length) as 16-bit words in memory
-/// order.
+/// One's-complement sum of `b` as 16-bit words in memory order: the
+/// big-endian words' sum, byte-swapped on little-endian machines (RFC 1071
+/// section 2(B)).
+#[inline(always)]
 fn ones_sum(b: &[u8]) -> u16 {
-    b.chunks(2)
-        .fold(0, |s, c| ones_add(s, u16::from_ne_bytes([c[0], c[1]])))
+    linerate_wire::checksum::sum(b).to_be()
 }
 
 // ---------------------------------------------------------------- decap

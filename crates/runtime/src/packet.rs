@@ -595,9 +595,20 @@ impl Packet {
         if self.is_shared() || self.headroom() < n {
             self.make_unique(n.max(HEADROOM), 0);
         }
+        // SAFETY: the buffer is the packet's own and holds `n` bytes of
+        // headroom (it did, or `make_unique` made it so).
+        unsafe { self.push_within(n) };
+    }
+
+    /// Moves the data's start `n` bytes back into the headroom.
+    ///
+    /// # Safety
+    /// The packet's buffer is its own and has at least `n` bytes of
+    /// headroom.
+    #[inline(always)]
+    unsafe fn push_within(&mut self, n: usize) {
         let m = self.meta_mut();
-        // SAFETY: headroom >= n.
-        m.data = unsafe { m.data.sub(n) };
+        m.data = m.data.sub(n);
         m.len += n as u32;
     }
 
@@ -622,10 +633,8 @@ impl Packet {
         if self.is_shared() || self.headroom() < n {
             return None;
         }
-        let m = self.meta_mut();
-        // SAFETY: headroom >= n.
-        m.data = unsafe { m.data.sub(n) };
-        m.len += n as u32;
+        // SAFETY: tested just above.
+        unsafe { self.push_within(n) };
         Some(self.data_mut_unchecked())
     }
 

@@ -370,9 +370,9 @@ impl Fast {
     /// Pass 3 from packet `i` on: compare keys, update the lines of hits
     /// and annotate them, mark misses and packets without a key in `cls`.
     /// Stops at the first hit whose flow expired or closes, which
-    /// [`end_flow`](Self::end_flow) handles, and returns its index (`n`
-    /// when there is none): this loop calls nothing, so its values stay
-    /// in registers. `counts` are (hits, misses).
+    /// [`end_flow`](Self::end_flow) handles, and returns its index and
+    /// line (index `n` when there is none): this loop calls nothing, so
+    /// its values stay in registers. `counts` are (hits, misses).
     #[inline(always)]
     fn hits_from(
         &mut self,
@@ -382,7 +382,7 @@ impl Fast {
         mut i: usize,
         c: &Common,
         counts: &mut (u64, u64),
-    ) -> usize {
+    ) -> (usize, usize) {
         while i < ps.len().min(cls.len()).min(GROUP) {
             let (p, first) = (&mut ps[i], g.firsts[i]);
             if first == usize::MAX {
@@ -403,25 +403,21 @@ impl Fast {
             let t = tick(p, c.now);
             let line = *self.line(l);
             if c.expired(t, line.seen) || closes(p, k) {
-                return i;
+                return (i, l);
             }
             self.touch(l, t);
             p.anno_mut().set_u32(c.anno, line.id);
             counts.0 += 1;
             i += 1;
         }
-        i
+        (i, 0)
     }
 
-    /// Pass 3 for a hit [`hits_from`](Self::hits_from) stopped at: its
-    /// flow expired (a miss, the flow removed) or the packet closes it
-    /// (annotated, then the flow removed).
+    /// Pass 3 for a hit [`hits_from`](Self::hits_from) stopped at, in
+    /// line `l`: its flow expired (a miss, the flow removed) or the packet
+    /// closes it (annotated, then the flow removed).
     #[inline(never)]
-    fn end_flow(&mut self, g: &Group, i: usize, p: &mut Packet, c: &mut Common) -> u8 {
-        let (k, h) = (&g.keys[i], g.hs[i]);
-        let Some(l) = self.find(k, h) else {
-            return MISS;
-        };
+    fn end_flow(&mut self, k: &Key, l: usize, p: &mut Packet, c: &mut Common) -> u8 {
         let t = tick(p, c.now);
         let line = *self.line(l);
         if c.expired(t, line.seen) {
@@ -481,9 +477,10 @@ impl Store for Fast {
             let mut counts = (0, 0);
             let mut i = 0;
             while i < group.len() {
-                i = self.hits_from(&g, group, cls, i, c, &mut counts);
+                let l;
+                (i, l) = self.hits_from(&g, group, cls, i, c, &mut counts);
                 if i < group.len() {
-                    cls[i] = self.end_flow(&g, i, &mut group[i], c);
+                    cls[i] = self.end_flow(&g.keys[i], l, &mut group[i], c);
                     i += 1;
                 }
             }

@@ -186,6 +186,7 @@ fn main() {
 /// the table and return the median rates in Mpps and each case's times (in
 /// round order). `reset` runs before every run, untimed.
 fn measure(cases: &[Case], runs: usize, reset: &dyn Fn()) -> (Vec<f64>, Vec<Vec<f64>>) {
+    let mut machine = linerate_model::Machine::current();
     for c in cases {
         reset();
         run_once(&c.cmd); // warm the page cache and the binary
@@ -213,6 +214,8 @@ fn measure(cases: &[Case], runs: usize, reset: &dyn Fn()) -> (Vec<f64>, Vec<Vec<
         );
         medians.push(c.packets as f64 / med / 1e6);
     }
+    machine.end();
+    println!("\nmachine: {}", machine.summary());
     (medians, times)
 }
 

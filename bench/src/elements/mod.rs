@@ -33,6 +33,7 @@ mod tables_hash;
 mod tables_lpm;
 pub mod traffic;
 
+use linerate_model::Machine;
 use std::path::{Path, PathBuf};
 
 /// A goal from the issue, per core.
@@ -260,7 +261,7 @@ fn measure(case: &Case, size: usize, dir: &Path, opts: &Options) -> Result<Row, 
 }
 
 /// The table in Markdown.
-pub fn markdown(rows: &[Row]) -> String {
+fn markdown(rows: &[Row], machine: &Machine) -> String {
     let mut s = String::from(
         "| element | configuration | bytes | ns/packet (min-max) | Mpps | Gbps | reference ns | speed-up | goal |\n\
          |---|---|---:|---:|---:|---:|---:|---:|---|\n",
@@ -295,11 +296,13 @@ pub fn markdown(rows: &[Row]) -> String {
             r.element, r.what, r.size, r.ns, r.range.0, r.range.1, mpps, gbps, rn, su, goal
         ));
     }
+    s.push_str(&format!("\nmachine: {}\n", machine.summary()));
     s
 }
 
-/// Run the table; print rows as they finish and the Markdown table at the end.
-pub fn run(opts: &Options) -> Result<Vec<Row>, String> {
+/// Run the table, printing rows as they finish; the Markdown table with a
+/// line on the machine (CPU, kernel, load before and after) comes back.
+pub fn run(opts: &Options) -> Result<String, String> {
     let dir = std::env::temp_dir().join(format!("linerate-bench-{}", std::process::id()));
     std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     let result = run_in(&dir, opts);
@@ -307,7 +310,8 @@ pub fn run(opts: &Options) -> Result<Vec<Row>, String> {
     result
 }
 
-fn run_in(dir: &Path, opts: &Options) -> Result<Vec<Row>, String> {
+fn run_in(dir: &Path, opts: &Options) -> Result<String, String> {
+    let mut machine = Machine::current();
     let cases: Vec<Case> = all_cases(dir)
         .into_iter()
         .filter(|c| {
@@ -336,9 +340,10 @@ fn run_in(dir: &Path, opts: &Options) -> Result<Vec<Row>, String> {
             rows.push(r);
         }
     }
-    let md = markdown(&rows);
+    machine.end();
+    let md = markdown(&rows, &machine);
     if let Some(p) = &opts.markdown {
         std::fs::write(p, &md).map_err(|e| format!("{}: {e}", p.display()))?;
     }
-    Ok(rows)
+    Ok(md)
 }

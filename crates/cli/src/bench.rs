@@ -37,8 +37,8 @@ pub fn main(cmd: BenchCmd) -> i32 {
                 markdown,
             };
             match linerate_bench::elements::run(&opts) {
-                Ok(rows) => {
-                    println!("{}", linerate_bench::elements::markdown(&rows));
+                Ok(table) => {
+                    print!("{table}");
                     0
                 }
                 Err(e) => {

@@ -202,15 +202,7 @@ pub fn report(m: &Model) -> String {
         m.noise.max_cv_at.0,
         m.noise.max_cv_at.1
     );
-    let load = |l: Option<[f64; 3]>| l.map_or("-".to_string(), |l| format!("{:.2}", l[0]));
-    s += &format!(
-        "machine: {}, {} CPUs, kernel {}, load average {} before, {} after\n",
-        m.machine.cpu,
-        m.machine.cpus,
-        m.machine.kernel,
-        load(m.machine.load_before),
-        load(m.machine.load_after)
-    );
+    s += &format!("machine: {}\n", m.machine.summary());
     s
 }
 

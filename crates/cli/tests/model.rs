@@ -198,4 +198,9 @@ fn bench_elements_prints_the_table() {
         !s.contains("| Counter |"),
         "the filter keeps only Null: {s}"
     );
+    assert!(
+        s.lines()
+            .any(|l| l.starts_with("machine: ") && l.contains(" CPUs, kernel ")),
+        "the table ends with the machine it ran on: {s}"
+    );
 }

@@ -409,7 +409,7 @@ pub fn calibrate(opts: &Options) -> Result<Model, String> {
         })
         .collect();
     let other_clock_fit = fit_points(&opts.estimator.select(&other_points)).ok();
-    machine.load_after = crate::loadavg();
+    machine.end();
     Ok(Model {
         format: FORMAT.into(),
         io: opts.io.name().into(),

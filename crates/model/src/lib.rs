@@ -96,6 +96,25 @@ impl Machine {
             load_after: None,
         }
     }
+
+    /// Record the load average at the end of a measurement.
+    pub fn end(&mut self) {
+        self.load_after = loadavg();
+    }
+
+    /// One line for a report: `CPU, N CPUs, kernel K, load average A before, B after`
+    /// (1-minute averages; `-` where the system does not report them).
+    pub fn summary(&self) -> String {
+        let load = |l: Option<[f64; 3]>| l.map_or("-".to_string(), |l| format!("{:.2}", l[0]));
+        format!(
+            "{}, {} CPUs, kernel {}, load average {} before, {} after",
+            self.cpu,
+            self.cpus,
+            self.kernel,
+            load(self.load_before),
+            load(self.load_after)
+        )
+    }
 }
 
 /// The 1, 5 and 15-minute load averages, where the system reports them.

@@ -255,10 +255,20 @@ impl L4Parser {
         let mut other = [0u64; 4];
         let mut any_other = 0u64;
         let pk = batch.as_mut_slice();
-        for (i, p) in pk.iter_mut().enumerate() {
-            let room = (p.headroom(), p.len());
-            match l4::parse_common(p.data()) {
-                Some(r) => annotate_at(p, room, &r),
+        for i in 0..pk.len() {
+            let p = &mut pk[i];
+            let (hr, len) = (p.headroom(), p.len());
+            // Every header offset is below NO_HEADER when the frame ends
+            // below it (the usual case); the other packets go to the second
+            // pass, whose `annotate` stores NO_HEADER for an offset that
+            // does not fit.
+            let found = if hr + len < usize::from(NO_HEADER) {
+                l4::parse_common_then(p.data(), |r| Words::of(hr as u16, &r))
+            } else {
+                None
+            };
+            match found {
+                Some(w) => w.store(p),
                 None => {
                     other[i >> 6] |= 1 << (i & 63);
                     any_other = 1;
@@ -297,6 +307,46 @@ impl L4Parser {
 
     fn drops_total(&self) -> u64 {
         self.by_reason.iter().sum()
+    }
+}
+
+/// The annotations of a parsed packet whose header offsets fit (see
+/// [`annotate_at`]), computed where `l4::parse_common_then` finds the frame
+/// shape, so the transport header's presence is known there.
+struct Words {
+    network: u16,
+    transport: u16,
+    hash: u32,
+    proto: u8,
+    tci: u16,
+}
+
+impl Words {
+    /// The annotations of `r` for a packet with `hr` bytes of headroom,
+    /// where the headroom plus the frame length is below `NO_HEADER`.
+    #[inline(always)]
+    fn of(hr: u16, r: &Parsed) -> Words {
+        Words {
+            network: hr + r.network,
+            transport: if r.transport == NO_TRANSPORT {
+                NO_HEADER
+            } else {
+                hr + r.transport
+            },
+            hash: r.hash,
+            proto: r.proto,
+            tci: r.vlan_tci,
+        }
+    }
+
+    #[inline(always)]
+    fn store(self, p: &mut Packet) {
+        let a = p.anno_mut();
+        a.network_header = self.network;
+        a.transport_header = self.transport;
+        a.flow_hash = self.hash;
+        a.user[offsets::L4_PROTO] = self.proto;
+        a.set_u16(offsets::VLAN_TCI, self.tci);
     }
 }
 

@@ -398,7 +398,7 @@ fn common_ip<const OFF: usize, R>(
         // A fragment with a non-zero offset has no transport header: its
         // offset, read above bit 16 (past any payload length), fails the
         // one compare.
-        let frag = u32::from_le_bytes([ip[4], ip[5], ip[6], ip[7]]) & 0xff1f_0000;
+        let frag = le32(ip, 4) & 0xff1f_0000;
         let addrs = u64::from_le_bytes([
             ip[12], ip[13], ip[14], ip[15], ip[16], ip[17], ip[18], ip[19],
         ]);

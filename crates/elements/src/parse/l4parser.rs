@@ -89,7 +89,7 @@
 //! a packet with one loop around the general parser (inlined, but with
 //! calls to its rare paths, so the loop kept its values on the stack), 95
 //! with the call-free common pass; session 11 (valgrind's count, 2 M
-//! packets): 79 with the annotations computed per frame shape and the
+//! packets): 77 with the annotations computed per frame shape and the
 //! protocol table. The bench rows are in docs/performance.md.
 //!
 //! `IMPL reference` parses with `linerate_wire`'s checked views

@@ -107,6 +107,88 @@ fn literal_frames_get_the_contract_annotations() {
     assert_eq!(read(&e, "drops"), "0");
 }
 
+/// `frame` in a buffer of its own, after `headroom` bytes.
+fn with_headroom(frame: &[u8], headroom: usize) -> Packet {
+    let mut p = Packet::new(headroom + frame.len());
+    let h0 = p.headroom();
+    p.pull(headroom - h0);
+    p.take(h0);
+    p.data_mut().copy_from_slice(frame);
+    assert_eq!(p.headroom(), headroom);
+    p
+}
+
+#[test]
+fn offsets_beyond_the_annotation_range_are_no_header() {
+    // Header offsets count from the buffer head: with the frame ending at
+    // or beyond NO_HEADER the fast parser leaves the packet to its second
+    // pass, which stores NO_HEADER for an offset that does not fit, as the
+    // reference does; just below, the first pass stores them all.
+    let v4 = hexb(V4_UDP);
+    // One 802.1Q tag, IPv6 and TCP (the literal frame without its outer
+    // tag and its Hop-by-Hop header).
+    let mut v6 = hexb(QINQ_V6_TCP);
+    v6.drain(58..66);
+    v6.drain(12..16);
+    v6[18 + 4..18 + 6].copy_from_slice(&20u16.to_be_bytes());
+    v6[18 + 6] = 6;
+    let top = usize::from(NO_HEADER);
+    let packets = || -> Batch {
+        let mut b = Batch::new();
+        for (f, nh, th) in [(&v4, 14, 34), (&v6, 18, 58)] {
+            // The frame ends just below NO_HEADER, at it; the transport
+            // header starts just below it, just past it; the network
+            // header just past it.
+            for hr in [
+                top - 1 - f.len(),
+                top - f.len(),
+                top - 1 - th,
+                top + 1 - th,
+                top + 1 - nh,
+            ] {
+                b.push(with_headroom(f, hr));
+            }
+        }
+        b
+    };
+    let (fast, fb) = parser(&[]).process(packets());
+    let (reference, rb) = parser(&["IMPL reference"]).process(packets());
+    assert!(fb.is_none() && rb.is_none());
+    let f: Vec<&Packet> = fast.iter().collect();
+    let at = |i: usize| {
+        let a = f[i].anno();
+        let hr = f[i].headroom();
+        let off = |h: u16| (h != NO_HEADER).then(|| usize::from(h) - hr);
+        (off(a.network_header), off(a.transport_header))
+    };
+    for (i, (x, y)) in f.iter().zip(reference.iter()).enumerate() {
+        // The hash is the frame's 5-tuple's, also where an offset does not
+        // fit (the reference hashes the key read back through them).
+        let want = linerate_wire::l4::parse(x.data()).unwrap();
+        assert_eq!(x.anno().flow_hash, want.hash, "packet {i}");
+        if at(i).1.is_some() {
+            assert_eq!(x.anno(), y.anno(), "packet {i}");
+        }
+    }
+    assert_eq!(at(0), (Some(14), Some(34)));
+    assert_eq!(at(1), (Some(14), Some(34)));
+    assert_eq!(at(2), (Some(14), Some(34)));
+    assert_eq!(at(3), (Some(14), None));
+    assert_eq!(at(4), (None, None));
+    assert_eq!(at(5), (Some(18), Some(58)));
+    assert_eq!(at(6), (Some(18), Some(58)));
+    assert_eq!(at(7), (Some(18), Some(58)));
+    assert_eq!(at(8), (Some(18), None));
+    assert_eq!(at(9), (None, None));
+    for p in &f {
+        let proto = if p.len() == v4.len() { 17 } else { 6 };
+        let tci = if p.len() == v4.len() { 0 } else { 7 };
+        assert_eq!(p.anno().u8(offsets::L4_PROTO), proto);
+        assert_eq!(p.anno().u16(offsets::VLAN_TCI), tci);
+    }
+    assert_ne!(f[4].anno().flow_hash, 0);
+}
+
 #[test]
 fn every_drop_reason_is_counted() {
     let good = hexb(V4_UDP);

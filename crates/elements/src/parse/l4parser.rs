@@ -60,35 +60,37 @@
 //!
 //! # Implementation
 //! Two passes over a batch of at most 256 packets. The first runs
-//! `linerate_wire::l4::parse_common` on every packet: the common frames (at
-//! most one tag, IPv4 with a 20-byte header or IPv6 without extension
-//! headers, TCP/UDP/SCTP or another protocol without ports, headers inside
-//! the frame) read through fixed-size array views, so no field needs a
-//! bounds test of its own, and the 5-tuple is hashed with two
-//! multiply-xorshift rounds on two 64-bit words (IPv6 addresses are folded
-//! with rotations first). That loop calls nothing, so its values stay in
-//! registers; the annotations are written in place, with one test that
-//! every header offset fits (the headroom plus the frame length). Packets
-//! the common path does not take (ICMP, options, two tags, extension
-//! headers, errors) are marked in a bitmap and parsed afterwards by
-//! `linerate_wire::l4::parse` (extension headers stepped over with a
-//! bit-set membership test and a branch-free length rule); only a batch
-//! with a bad packet is split (order kept). Software prefetching of the
-//! next packets' metadata and data was tried and removed (session 4): the
-//! frames of a batch are in L1/L2 already and the prefetch address
-//! arithmetic cost more than it saved.
-//! Nothing is allocated and no packet data is copied or written, so
+//! `linerate_wire::l4::parse_common_then` on every packet whose frame ends
+//! below `NO_HEADER` bytes from its buffer head (so every header offset
+//! fits in its annotation): the common frames (at most one tag, IPv4 with
+//! a 20-byte header or IPv6 without extension headers, TCP/UDP/SCTP or
+//! another protocol without ports, headers inside the frame) read through
+//! fixed-size array views, so no field needs a bounds test of its own, and
+//! the 5-tuple is hashed with two multiply-xorshift rounds on two 64-bit
+//! words (IPv6 addresses are folded with rotations first). The IP part is
+//! compiled once per tag state and the annotations are computed in each
+//! frame shape's own code, so the offsets are constants and the transport
+//! header's presence needs no test; the transport rule is one load from a
+//! protocol table and one compare with the payload length (the IPv4
+//! fragment offset folded in). That loop calls nothing, so its values stay
+//! in registers. Packets the common path does not take (ICMP, options, two
+//! tags, extension headers, errors, offsets past `NO_HEADER`) are marked in
+//! a bitmap and parsed afterwards by `linerate_wire::l4::parse` (extension
+//! headers stepped over with a bit-set membership test and a branch-free
+//! length rule); only a batch with a bad packet is split (order kept).
+//! Software prefetching of the next packets' metadata and data was tried
+//! and removed (session 4): the frames of a batch are in L1/L2 already and
+//! the prefetch address arithmetic cost more than it saved. Nothing is
+//! allocated and no packet data is copied or written, so
 //! zero-copy views stay shared.
 //!
 //! Measured (session 9, `perf stat -e instructions:u`, 20 M packets of the
 //! benchmark mix, `MemoryReplay -> Discard` subtracted): 122 instructions
 //! a packet with one loop around the general parser (inlined, but with
 //! calls to its rare paths, so the loop kept its values on the stack), 95
-//! with the call-free common pass. `linerate bench elements --runs 5
-//! L4Parser`, two interleaved rounds on a loaded machine (load average
-//! 5.2): mix 8.64 / 8.55 -> 7.08 / 7.02 ns (116 -> 142 Mpps), IPv4/UDP only
-//! 7.55 / 7.44 -> 6.03 / 5.99 ns (133 -> 167 Mpps, above the 150);
-//! the mix's remaining gap is in docs/performance.md.
+//! with the call-free common pass; session 11 (valgrind's count, 2 M
+//! packets): 77 with the annotations computed per frame shape and the
+//! protocol table. The bench rows are in docs/performance.md.
 //!
 //! `IMPL reference` parses with `linerate_wire`'s checked views
 //! (`ethernet`, `vlan`, `ipv4`, `ipv6`, `ipv6ext::walk`), sets the header
@@ -255,10 +257,20 @@ impl L4Parser {
         let mut other = [0u64; 4];
         let mut any_other = 0u64;
         let pk = batch.as_mut_slice();
-        for (i, p) in pk.iter_mut().enumerate() {
-            let room = (p.headroom(), p.len());
-            match l4::parse_common(p.data()) {
-                Some(r) => annotate_at(p, room, &r),
+        for i in 0..pk.len() {
+            let p = &mut pk[i];
+            let (hr, len) = (p.headroom(), p.len());
+            // Every header offset is below NO_HEADER when the frame ends
+            // below it (the usual case); the other packets go to the second
+            // pass, whose `annotate` stores NO_HEADER for an offset that
+            // does not fit.
+            let found = if hr + len < usize::from(NO_HEADER) {
+                l4::parse_common_then(p.data(), |r| Words::of(hr as u16, &r))
+            } else {
+                None
+            };
+            match found {
+                Some(w) => w.store(p),
                 None => {
                     other[i >> 6] |= 1 << (i & 63);
                     any_other = 1;
@@ -297,6 +309,47 @@ impl L4Parser {
 
     fn drops_total(&self) -> u64 {
         self.by_reason.iter().sum()
+    }
+}
+
+/// The annotations of a parsed packet whose header offsets fit (see
+/// [`annotate_at`]), computed where `l4::parse_common_then` finds the frame
+/// shape, so the transport header's presence is known there.
+struct Words {
+    network: u16,
+    transport: u16,
+    hash: u32,
+    proto: u8,
+    tci: u16,
+}
+
+impl Words {
+    /// The annotations of `r` for a packet with `hr` bytes of headroom,
+    /// where the headroom plus the frame length is below `NO_HEADER`.
+    #[inline(always)]
+    fn of(hr: u16, r: &Parsed) -> Words {
+        Words {
+            network: hr + r.network,
+            transport: if r.transport == NO_TRANSPORT {
+                NO_HEADER
+            } else {
+                hr + r.transport
+            },
+            hash: r.hash,
+            proto: r.proto,
+            tci: r.vlan_tci,
+        }
+    }
+
+    /// Writes them to `p` (the fields `annotate_at` writes).
+    #[inline(always)]
+    fn store(self, p: &mut Packet) {
+        let a = p.anno_mut();
+        a.network_header = self.network;
+        a.transport_header = self.transport;
+        a.flow_hash = self.hash;
+        a.user[offsets::L4_PROTO] = self.proto;
+        a.set_u16(offsets::VLAN_TCI, self.tci);
     }
 }
 

@@ -143,10 +143,12 @@
 //! 47, the split and the extra output batches about 32, the rest per
 //! batch). The IPv6 walk, with path compression, is the first-level
 //! entry, 2.3 nodes on average for the bench's 200,000 routes (5.1
-//! without it: a /48 took 6 nodes) and the leaf; the level-synchronous
-//! walk overlaps them across packets but each round still waits on the
-//! slowest. Session 11 (valgrind, the bench's frames, 65,536
-//! destinations): the element from 396 to 315 instructions a packet, of
+//! without it: a /48 took 6 nodes) and, unless the last node holds it
+//! (a node without children whose slots all hold one leaf keeps it), the
+//! leaf; the level-synchronous walk overlaps them across packets but each
+//! round still waits on the slowest. Session 11 (valgrind, the bench's
+//! frames, 65,536 destinations): the element from 396 to 297
+//! instructions a packet, of
 //! which the walk is about 33 a node (packed state read and written back,
 //! the skip test, the shifts of the 128-bit address); the rest is reading
 //! the destinations, the next hops and annotations (about 95) and the

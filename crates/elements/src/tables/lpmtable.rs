@@ -356,8 +356,10 @@ const TOP: usize = 1 << 16;
 /// (Asai and Ohara's poptrie). An address whose skipped bits differ from
 /// `key` matches no route below the node: its answer is the leaf the node
 /// inherited, stored just before its runs (at `base0 - 1`; only nodes that
-/// skip have it). Aligned to 32 bytes so that no node straddles two cache
-/// lines (one prefetch brings the whole node).
+/// skip have it). A node without children keeps its first run's leaf in
+/// `base1`, so that where that is its only run (a lone route's node), the
+/// walk ends without reading the leaf array. Aligned to 32 bytes so that
+/// no node straddles two cache lines (one prefetch brings the whole node).
 #[derive(Debug, Clone, Copy, Default)]
 #[repr(C, align(32))]
 struct Node {
@@ -482,7 +484,9 @@ impl Poptrie6 {
         let leaf0 = slot_for(self.leaves.len(), old.leaf0, old.nleaves, nl);
         for n in &mut sub.nodes {
             n.base0 += leaf0 as u32;
-            n.base1 += node0 as u32;
+            if n.vector != 0 {
+                n.base1 += node0 as u32;
+            }
         }
         put(
             &mut self.nodes,
@@ -518,7 +522,11 @@ impl Poptrie6 {
             let old = &self.nodes[t.node0 as usize..][..t.nnodes as usize];
             nodes.extend(old.iter().map(|n| Node {
                 base0: n.base0 - t.leaf0 + l0,
-                base1: n.base1 - t.node0 + n0,
+                base1: if n.vector != 0 {
+                    n.base1 - t.node0 + n0
+                } else {
+                    n.base1
+                },
                 ..*n
             }));
             leaves.extend_from_slice(&self.leaves[t.leaf0 as usize..][..t.nleaves as usize]);
@@ -535,12 +543,13 @@ impl Poptrie6 {
     /// Fill node `idx` starting at bit `base` from `routes` (sorted, not
     /// empty, all longer than `base`, all inside the node's range), with
     /// `default` the next hop inherited from shorter prefixes. The node
-    /// skips the bits all routes share while every route is longer than
-    /// them (at most [`MAX_SKIP`]), then covers `STRIDE` bits.
+    /// skips the bits all routes share while no route is shorter than
+    /// them (at most [`MAX_SKIP`]; a route that ends there fills the
+    /// node's 64 slots), then covers `STRIDE` bits.
     fn build(slot: &mut Sub, idx: usize, base: u32, routes: &[Route6], default: u32) {
         let skip = routes.iter().fold(MAX_SKIP, |k, r| {
             let common = ((r.0 ^ routes[0].0) << base).leading_zeros();
-            k.min(common).min(u32::from(r.1) - base - 1)
+            k.min(common).min(u32::from(r.1) - base)
         });
         let mask = !(u32::MAX.checked_shr(skip).unwrap_or(0));
         let key = ((routes[0].0 << base) >> 96) as u32 & mask;
@@ -588,6 +597,9 @@ impl Poptrie6 {
         }
         for g in &groups {
             node.vector |= 1 << g.0;
+        }
+        if groups.is_empty() {
+            node.base1 = leaf[0];
         }
         slot.nodes[idx] = node;
         let base1 = slot.nodes.len();
@@ -708,6 +720,10 @@ impl Poptrie6 {
                     an[k % CHUNK6] = ni;
                     ar[k % CHUNK6] = r << STRIDE;
                     k += 1;
+                } else if n.vector == 0 && n.leafvec == 1 && !miss {
+                    // A node without children whose slots all hold one
+                    // leaf holds it itself: no leaf to read.
+                    res[i % CHUNK6] = n.base1;
                 } else {
                     // A miss in the skipped bits takes the inherited leaf,
                     // stored just before the node's runs.

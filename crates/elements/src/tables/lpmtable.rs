@@ -544,12 +544,12 @@ impl Poptrie6 {
     /// empty, all longer than `base`, all inside the node's range), with
     /// `default` the next hop inherited from shorter prefixes. The node
     /// skips the bits all routes share while no route is shorter than
-    /// them (at most [`MAX_SKIP`]; a route that ends there fills the
-    /// node's 64 slots), then covers `STRIDE` bits.
+    /// them (at most [`MAX_SKIP`], and short of bit 128; a route that ends
+    /// there fills the node's 64 slots), then covers `STRIDE` bits.
     fn build(slot: &mut Sub, idx: usize, base: u32, routes: &[Route6], default: u32) {
         let skip = routes.iter().fold(MAX_SKIP, |k, r| {
             let common = ((r.0 ^ routes[0].0) << base).leading_zeros();
-            k.min(common).min(u32::from(r.1) - base)
+            k.min(common).min(u32::from(r.1).min(127) - base)
         });
         let mask = !(u32::MAX.checked_shr(skip).unwrap_or(0));
         let key = ((routes[0].0 << base) >> 96) as u32 & mask;

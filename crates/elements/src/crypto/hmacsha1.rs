@@ -59,26 +59,29 @@
 //! the group computed together, then written or compared. No Rust library
 //! measured (RustCrypto, ring) hashes several buffers at once, and the SHA
 //! extensions work on one stream: `sha1rnds4` has a latency of several
-//! cycles, so one stream leaves the unit idle. linerate therefore runs
-//! SHA-1 over 4 packets in lockstep (`HmacSha1::mac_sha1_lanes`, on the
-//! same instructions, checked against RustCrypto): 2.49 GB/s per core for
-//! 1500-byte messages against 1.14 GB/s one packet at a time with
-//! RustCrypto, 1.79 with 2 lanes and 2.14 with 3 (AMD EPYC, shared
-//! machine; see AESCTR's documentation for the
-//! library comparison). Messages of different lengths run in lockstep for
-//! their common blocks. The reservation station of ClickNP's SHA-1 unit
-//! becomes this interleaving of independent packets' rounds.
+//! cycles, so one stream leaves the unit idle. linerate therefore hashes
+//! several packets at once (`HmacSha1::mac_sha1_batch`, checked against
+//! RustCrypto; messages of different lengths share their common blocks):
+//! on a CPU with AVX-512F and BW, 16 packets in the 16 lanes of AVX-512
+//! registers (one 32-bit word of each packet a lane, the rounds' three-input
+//! functions as `vpternlogd`, rotations as `vprold`), the rest and CPUs
+//! without AVX-512 through the SHA extensions with 4 packets in lockstep
+//! (`HmacSha1::mac_sha1_lanes`). 1500-byte messages: on an AMD EPYC 2.49
+//! GB/s per core with 4 SHA-NI lanes against 1.14 one packet at a time;
+//! on an Intel Xeon (Sapphire Rapids generation, session 11), where SHA-NI
+//! gives 1.7-2.0 GB/s however many lanes, 4.1 GB/s with the AVX-512 lanes
+//! (`bench/examples/crypto_libs.rs`). The reservation station of ClickNP's
+//! SHA-1 unit becomes this interleaving of independent packets' rounds.
 //!
-//! Element cost at 1500 bytes (benchmark table, batches of 64, load
-//! average 8-12): 800 ns per packet, 15 Gbps, against 1632 ns for `IMPL
-//! reference`; the 20 Gbps goal is not met on this machine. The SHA-1
-//! rounds alone take about 600 ns (2.49 GB/s with 4 lanes; more lanes were
-//! not measured, 4 already use more than the 16 XMM registers); appending the MAC
-//! copies the benchmark source's zero-copy view first (`make_unique`).
+//! Element cost at 1500 bytes (benchmark table, batches of 64): 391 ns per
+//! packet, 30.7 Gbps, on the Xeon (887 ns, 13.5 Gbps, with SHA-NI there;
+//! 457 ns, 26.3 Gbps, on the EPYC with SHA-NI), against 941 ns for `IMPL
+//! reference`. Appending the MAC copies the benchmark source's zero-copy
+//! view first.
 //! Click has no HMAC element; linerate's is new.
 
 use super::maccore::{self, MacAlgo};
-use super::primitives::{HmacSha1, Sha1Compress, HMAC_SHA1_LANES};
+use super::primitives::{HmacSha1, Sha1Compress};
 use hmac::{KeyInit, Mac};
 use linerate_runtime::{ConfigureCtx, Element, ElementClass};
 
@@ -105,7 +108,7 @@ impl MacAlgo for HmacSha1 {
         hmac::Hmac::new_from_slice(key).map_err(|e| e.to_string())
     }
     fn mac_batch(&mut self, msgs: &[&[u8]], out: &mut [[u8; 32]]) {
-        self.mac_sha1_lanes::<HMAC_SHA1_LANES>(msgs, out);
+        self.mac_sha1_batch(msgs, out);
     }
     fn mac_ref(r: &Self::Ref, msg: &[u8]) -> [u8; 32] {
         let mut h = r.clone();

@@ -718,6 +718,133 @@ mod sha1_lanes {
     }
 }
 
+/// SHA-1 compression of 16 independent messages at once in the lanes of
+/// AVX-512 registers (one 32-bit word of each message a lane), the CPU form
+/// of a multi-buffer hash that needs no SHA extensions. Where `sha1rnds4`
+/// is slow (Intel's P-cores: 1.7-2.0 GB/s with 1 to 4 messages in
+/// lockstep, session 11) this is the faster path.
+#[cfg(target_arch = "x86_64")]
+mod sha1_x16 {
+    use std::arch::x86_64::*;
+
+    /// True if the CPU has AVX-512F and AVX-512BW.
+    pub fn available() -> bool {
+        std::arch::is_x86_feature_detected!("avx512f")
+            && std::arch::is_x86_feature_detected!("avx512bw")
+    }
+
+    /// Word `t` (big-endian) of each of the 16 blocks, lane `l` from
+    /// `blocks[l]`.
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512bw")]
+    unsafe fn word(lo: __m512i, hi: __m512i, base: *const i32, t: i32, swap: __m512i) -> __m512i {
+        let off = _mm512_set1_epi64(i64::from(4 * t));
+        // SAFETY: every lane's address is a block's word `t`, inside its
+        // 64 bytes (the caller's offsets are the blocks' distances from
+        // `base`).
+        let (a, b) = unsafe {
+            (
+                _mm512_i64gather_epi32::<1>(_mm512_add_epi64(lo, off), base),
+                _mm512_i64gather_epi32::<1>(_mm512_add_epi64(hi, off), base),
+            )
+        };
+        let w = _mm512_inserti64x4::<1>(_mm512_castsi256_si512(a), b);
+        _mm512_shuffle_epi8(w, swap)
+    }
+
+    /// One block into each of 16 states.
+    ///
+    /// # Safety
+    /// The CPU must have AVX-512F and AVX-512BW ([`available`]).
+    #[target_feature(enable = "avx512f,avx512bw")]
+    pub unsafe fn compress(states: &mut [[u32; 5]; 16], blocks: [&[u8; 64]; 16]) {
+        let base = blocks[0].as_ptr() as *const i32;
+        let d: [i64; 16] =
+            std::array::from_fn(|l| (blocks[l].as_ptr() as i64).wrapping_sub(base as i64));
+        // SAFETY: 64-byte unaligned loads of the two halves of `d`.
+        let (lo, hi) = unsafe {
+            (
+                _mm512_loadu_si512(d.as_ptr().cast()),
+                _mm512_loadu_si512(d.as_ptr().add(8).cast()),
+            )
+        };
+        // Reverses the bytes of each 32-bit word.
+        let swap = _mm512_broadcast_i32x4(_mm_set_epi8(
+            12, 13, 14, 15, 8, 9, 10, 11, 4, 5, 6, 7, 0, 1, 2, 3,
+        ));
+        let mut w = [_mm512_setzero_si512(); 16];
+        for (t, wt) in w.iter_mut().enumerate() {
+            // SAFETY: see `word`.
+            *wt = unsafe { word(lo, hi, base, t as i32, swap) };
+        }
+        let col = |k: usize| {
+            let v: [u32; 16] = std::array::from_fn(|l| states[l][k]);
+            // SAFETY: a 64-byte unaligned load of `v`.
+            unsafe { _mm512_loadu_si512(v.as_ptr().cast()) }
+        };
+        let init = [col(0), col(1), col(2), col(3), col(4)];
+        let [mut a, mut b, mut c, mut dd, mut e] = init;
+        // The rounds written out (a loop kept the message words in memory
+        // at run-time indices): 80 rounds over registers.
+        macro_rules! rounds {
+            ($f:literal, $k:literal, [$($t:literal),*]) => {
+                let k = _mm512_set1_epi32($k as i32);
+                $(
+                    if $t >= 16 {
+                        let x = _mm512_ternarylogic_epi32::<0x96>(
+                            w[($t + 13) % 16],
+                            w[($t + 8) % 16],
+                            w[($t + 2) % 16],
+                        );
+                        w[$t % 16] = _mm512_rol_epi32::<1>(_mm512_xor_si512(x, w[$t % 16]));
+                    }
+                    let f = _mm512_ternarylogic_epi32::<$f>(b, c, dd);
+                    let tmp = _mm512_add_epi32(
+                        _mm512_add_epi32(_mm512_rol_epi32::<5>(a), f),
+                        _mm512_add_epi32(_mm512_add_epi32(e, k), w[$t % 16]),
+                    );
+                    e = dd;
+                    dd = c;
+                    c = _mm512_rol_epi32::<30>(b);
+                    b = a;
+                    a = tmp;
+                )*
+            };
+        }
+        rounds!(
+            0xCA,
+            0x5A82_7999u32,
+            [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19]
+        );
+        rounds!(
+            0x96,
+            0x6ED9_EBA1u32,
+            [20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39]
+        );
+        rounds!(
+            0xE8,
+            0x8F1B_BCDCu32,
+            [40, 41, 42, 43, 44, 45, 46, 47, 48, 49, 50, 51, 52, 53, 54, 55, 56, 57, 58, 59]
+        );
+        rounds!(
+            0x96,
+            0xCA62_C1D6u32,
+            [60, 61, 62, 63, 64, 65, 66, 67, 68, 69, 70, 71, 72, 73, 74, 75, 76, 77, 78, 79]
+        );
+        let fin = [a, b, c, dd, e];
+        for k in 0..5 {
+            let mut v = [0u32; 16];
+            // SAFETY: a 64-byte unaligned store into `v`.
+            unsafe {
+                _mm512_storeu_si512(v.as_mut_ptr().cast(), _mm512_add_epi32(fin[k], init[k]))
+            };
+            for (st, x) in states.iter_mut().zip(v) {
+                st[k] = x;
+            }
+        }
+    }
+}
+
 /// A message's 64-byte blocks after `prefix` bytes already hashed: its
 /// full blocks in place, then one or two padded tail blocks.
 struct Blocks<'a> {
@@ -765,7 +892,7 @@ impl HmacState<5> {
             let mut outs = out.chunks_exact_mut(L);
             for (m, o) in (&mut groups).zip(&mut outs) {
                 // SAFETY: the CPU has the SHA extensions (checked above).
-                unsafe { self.sha1_group::<L>(m, o) };
+                unsafe { self.sha1_group::<L>(m, o, sha1_lanes::compress::<L>) };
             }
             for (m, o) in groups.remainder().iter().zip(outs.into_remainder()) {
                 *o = self.mac::<Sha1Compress>(m);
@@ -777,17 +904,43 @@ impl HmacState<5> {
         }
     }
 
+    /// HMAC-SHA1 of `msgs` into `out` as the elements want it: groups of 16
+    /// in the lanes of AVX-512 registers where the CPU has AVX-512F and BW,
+    /// the rest (and everything without them) through
+    /// [`mac_sha1_lanes`](Self::mac_sha1_lanes) with [`HMAC_SHA1_LANES`].
+    pub fn mac_sha1_batch(&self, msgs: &[&[u8]], out: &mut [[u8; 32]]) {
+        assert_eq!(msgs.len(), out.len());
+        let mut done = 0;
+        #[cfg(target_arch = "x86_64")]
+        if sha1_x16::available() {
+            for (m, o) in msgs.chunks_exact(16).zip(out.chunks_exact_mut(16)) {
+                // SAFETY: the CPU has AVX-512F and BW (checked above).
+                unsafe { self.sha1_group::<16>(m, o, sha1_x16::compress) };
+                done += 16;
+            }
+        }
+        self.mac_sha1_lanes::<HMAC_SHA1_LANES>(&msgs[done..], &mut out[done..]);
+    }
+
+    /// The MACs of `L` messages, their common blocks (and the outer block)
+    /// through `compress`, the rest one message at a time.
+    ///
     /// # Safety
-    /// The CPU must have the SHA extensions and SSE4.1.
+    /// The CPU must have the features `compress` needs.
     #[cfg(target_arch = "x86_64")]
-    unsafe fn sha1_group<const L: usize>(&self, msgs: &[&[u8]], out: &mut [[u8; 32]]) {
+    unsafe fn sha1_group<const L: usize>(
+        &self,
+        msgs: &[&[u8]],
+        out: &mut [[u8; 32]],
+        compress: unsafe fn(&mut [[u32; 5]; L], [&[u8; 64]; L]),
+    ) {
         let streams: [Blocks<'_>; L] = std::array::from_fn(|l| Blocks::new(msgs[l], 64));
         let mut st = [self.inner; L];
         let common = streams.iter().map(|s| s.n).min().unwrap_or(0);
         for i in 0..common {
             let b: [&[u8; 64]; L] = std::array::from_fn(|l| streams[l].get(i));
             // SAFETY: the caller checked the CPU features.
-            unsafe { sha1_lanes::compress::<L>(&mut st, b) };
+            unsafe { compress(&mut st, b) };
         }
         for (s, h) in streams.iter().zip(st.iter_mut()) {
             for i in common..s.n {
@@ -803,7 +956,7 @@ impl HmacState<5> {
         });
         let mut fin = [self.outer; L];
         // SAFETY: as above.
-        unsafe { sha1_lanes::compress::<L>(&mut fin, std::array::from_fn(|l| &outer[l])) };
+        unsafe { compress(&mut fin, std::array::from_fn(|l| &outer[l])) };
         for (o, h) in out.iter_mut().zip(fin.iter()) {
             *o = state_bytes(h);
         }

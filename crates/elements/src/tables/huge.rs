@@ -133,3 +133,28 @@ impl<T: Zeroed> Drop for Huge<T> {
 
 // SAFETY: `Huge` owns its entries like a `Box<[T]>`.
 unsafe impl<T: Zeroed + Send> Send for Huge<T> {}
+
+#[cfg(test)]
+mod tests {
+    use super::Huge;
+
+    #[test]
+    fn arrays_are_zeroed_and_large_ones_start_on_a_2_mib_boundary() {
+        // Small (allocator) and large (mapped) arrays, each written all
+        // over, dropped and made again: a new one is zero, whatever memory
+        // it reuses.
+        for len in [1usize, 1000, (1 << 20) / 8, (3 << 20) / 8 + 5] {
+            for _ in 0..3 {
+                let mut v = Huge::<u64>::new(len);
+                assert_eq!(v.len(), len);
+                assert!(v.iter().all(|&x| x == 0), "len {len}");
+                if len * 8 >= 1 << 20 {
+                    assert_eq!(v.as_ptr() as usize % (2 << 20), 0, "len {len}");
+                }
+                v.fill(u64::MAX);
+                assert_eq!(v[len - 1], u64::MAX);
+            }
+        }
+        assert!(Huge::<u64>::new(0).is_empty());
+    }
+}

@@ -442,25 +442,26 @@ fn common_ip<const OFF: usize, R>(
     }
 }
 
-/// The transport rule of [`parse_common`] by protocol number: the minimum
-/// transport header length of TCP (20), UDP (8) and SCTP (12);
-/// [`NO_PORTS`] for a protocol whose header is not reported; 0 for the
-/// protocols left to the general path: ICMP and ICMPv6 (their ports are
-/// read differently) and the IPv6 extension headers (also after IPv4,
-/// where the general path reports them as protocols without ports). One
-/// load and one compare with the IP payload length instead of a switch.
+/// The transport rule of [`parse_common`] by protocol number, derived
+/// from [`L4_MIN`] and [`EXT_BITS`]: the minimum transport header length
+/// of TCP (20), UDP (8) and SCTP (12); [`NO_PORTS`] for a protocol whose
+/// header is not reported; 0 for the protocols left to the general path:
+/// ICMP and ICMPv6 (their ports are read differently) and the IPv6
+/// extension headers (also after IPv4, where the general path reports
+/// them as protocols without ports). One load and one compare with the IP
+/// payload length instead of a switch.
 static COMMON_MIN: [u32; 256] = {
     let mut t = [NO_PORTS; 256];
-    t[6] = 20;
-    t[17] = 8;
-    t[132] = 12;
-    t[1] = 0;
-    t[58] = 0;
-    t[0] = 0;
-    t[43] = 0;
-    t[44] = 0;
-    t[51] = 0;
-    t[60] = 0;
+    let mut p = 0;
+    while p < 256 {
+        let m = L4_MIN[p];
+        if m & ICMP_BIT != 0 || (p < 64 && (EXT_BITS >> p) & 1 != 0) {
+            t[p] = 0;
+        } else if m != 0 {
+            t[p] = m as u32;
+        }
+        p += 1;
+    }
     t
 };
 

@@ -785,23 +785,28 @@ mod sha1_x16 {
         let init = [col(0), col(1), col(2), col(3), col(4)];
         let [mut a, mut b, mut c, mut dd, mut e] = init;
         // The rounds written out (a loop kept the message words in memory
-        // at run-time indices): 80 rounds over registers.
+        // at run-time indices): 80 rounds over registers, round `$g + $t`
+        // for `$t` in 0..20 of group `$g`.
         macro_rules! rounds {
-            ($f:literal, $k:literal, [$($t:literal),*]) => {
+            ($f:literal, $k:literal, $g:literal) => {
+                rounds!(@ $f, $k, $g, [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19])
+            };
+            (@ $f:literal, $k:literal, $g:literal, [$($t:literal),*]) => {
                 let k = _mm512_set1_epi32($k as i32);
                 $(
-                    if $t >= 16 {
+                    let t = $g + $t;
+                    if t >= 16 {
                         let x = _mm512_ternarylogic_epi32::<0x96>(
-                            w[($t + 13) % 16],
-                            w[($t + 8) % 16],
-                            w[($t + 2) % 16],
+                            w[(t + 13) % 16],
+                            w[(t + 8) % 16],
+                            w[(t + 2) % 16],
                         );
-                        w[$t % 16] = _mm512_rol_epi32::<1>(_mm512_xor_si512(x, w[$t % 16]));
+                        w[t % 16] = _mm512_rol_epi32::<1>(_mm512_xor_si512(x, w[t % 16]));
                     }
                     let f = _mm512_ternarylogic_epi32::<$f>(b, c, dd);
                     let tmp = _mm512_add_epi32(
                         _mm512_add_epi32(_mm512_rol_epi32::<5>(a), f),
-                        _mm512_add_epi32(_mm512_add_epi32(e, k), w[$t % 16]),
+                        _mm512_add_epi32(_mm512_add_epi32(e, k), w[t % 16]),
                     );
                     e = dd;
                     dd = c;
@@ -811,26 +816,10 @@ mod sha1_x16 {
                 )*
             };
         }
-        rounds!(
-            0xCA,
-            0x5A82_7999u32,
-            [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19]
-        );
-        rounds!(
-            0x96,
-            0x6ED9_EBA1u32,
-            [20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39]
-        );
-        rounds!(
-            0xE8,
-            0x8F1B_BCDCu32,
-            [40, 41, 42, 43, 44, 45, 46, 47, 48, 49, 50, 51, 52, 53, 54, 55, 56, 57, 58, 59]
-        );
-        rounds!(
-            0x96,
-            0xCA62_C1D6u32,
-            [60, 61, 62, 63, 64, 65, 66, 67, 68, 69, 70, 71, 72, 73, 74, 75, 76, 77, 78, 79]
-        );
+        rounds!(0xCA, 0x5A82_7999u32, 0);
+        rounds!(0x96, 0x6ED9_EBA1u32, 20);
+        rounds!(0xE8, 0x8F1B_BCDCu32, 40);
+        rounds!(0x96, 0xCA62_C1D6u32, 60);
         let fin = [a, b, c, dd, e];
         for k in 0..5 {
             let mut v = [0u32; 16];

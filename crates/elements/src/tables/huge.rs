@@ -60,6 +60,51 @@ unsafe impl Zeroed for u64 {}
 pub(crate) struct Huge<T: Zeroed> {
     ptr: std::ptr::NonNull<T>,
     len: usize,
+    /// Mapped by [`map_zeroed`] (else from the allocator).
+    mapped: bool,
+}
+
+/// A fresh anonymous mapping of `bytes` (a multiple of 2 MiB) starting at
+/// a 2 MiB boundary, advised into huge pages and populated now: the
+/// kernel zero-fills its pages as it maps them, so nothing is written
+/// twice (the allocator's memory had to be zeroed again by `memset`, after
+/// the kernel had zeroed it on the first write), and no page faults are
+/// left for the first packets. `None` if the mapping fails; a kernel
+/// without `MADV_POPULATE_WRITE` (before Linux 5.14) leaves the pages to
+/// be faulted in on first use, still zero.
+#[cfg(target_os = "linux")]
+fn map_zeroed(bytes: usize) -> Option<std::ptr::NonNull<u8>> {
+    const HUGE: usize = 2 << 20;
+    let span = bytes.checked_add(HUGE)?;
+    // SAFETY: a new private anonymous mapping; no existing memory changes.
+    let p = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            span,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        )
+    };
+    if p == libc::MAP_FAILED {
+        return None;
+    }
+    let (start, a) = (p as usize, (p as usize).next_multiple_of(HUGE));
+    // SAFETY: the head and tail trimmed here lie inside the mapping just
+    // made and are not used; the advice only changes how the kept range is
+    // backed (all of it is zero either way).
+    unsafe {
+        if a > start {
+            libc::munmap(p, a - start);
+        }
+        if start + span > a + bytes {
+            libc::munmap((a + bytes) as *mut libc::c_void, start + span - (a + bytes));
+        }
+        libc::madvise(a as *mut libc::c_void, bytes, libc::MADV_HUGEPAGE);
+        libc::madvise(a as *mut libc::c_void, bytes, libc::MADV_POPULATE_WRITE);
+    }
+    std::ptr::NonNull::new(a as *mut u8)
 }
 
 impl<T: Zeroed> Huge<T> {
@@ -83,8 +128,19 @@ impl<T: Zeroed> Huge<T> {
             return Huge {
                 ptr: std::ptr::NonNull::dangling(),
                 len,
+                mapped: false,
             };
         };
+        #[cfg(target_os = "linux")]
+        if l.align() == Self::PAGE {
+            if let Some(p) = map_zeroed(l.size()) {
+                return Huge {
+                    ptr: p.cast(),
+                    len,
+                    mapped: true,
+                };
+            }
+        }
         // SAFETY: `l` has a non-zero size.
         let p = unsafe { std::alloc::alloc(l) };
         let Some(ptr) = std::ptr::NonNull::new(p as *mut T) else {
@@ -98,7 +154,11 @@ impl<T: Zeroed> Huge<T> {
         // SAFETY: `len` entries fit in the allocation, aligned for `T`;
         // all-zero bytes are a valid `T` (`Zeroed`).
         unsafe { std::ptr::write_bytes(ptr.as_ptr(), 0, len) };
-        let v = Huge { ptr, len };
+        let v = Huge {
+            ptr,
+            len,
+            mapped: false,
+        };
         // Memory the allocator had mapped before keeps its 4 KiB pages
         // unless collapsed now.
         huge_pages(&v, true);
@@ -124,10 +184,18 @@ impl<T: Zeroed> std::ops::DerefMut for Huge<T> {
 
 impl<T: Zeroed> Drop for Huge<T> {
     fn drop(&mut self) {
-        if let Some(l) = Self::layout(self.len) {
-            // SAFETY: allocated in `new` with this layout.
-            unsafe { std::alloc::dealloc(self.ptr.as_ptr() as *mut u8, l) };
+        let Some(l) = Self::layout(self.len) else {
+            return;
+        };
+        #[cfg(target_os = "linux")]
+        if self.mapped {
+            // SAFETY: mapped by `map_zeroed` with this size; the entries
+            // are not used after this.
+            unsafe { libc::munmap(self.ptr.as_ptr() as *mut libc::c_void, l.size()) };
+            return;
         }
+        // SAFETY: allocated in `new` with this layout.
+        unsafe { std::alloc::dealloc(self.ptr.as_ptr() as *mut u8, l) };
     }
 }
 

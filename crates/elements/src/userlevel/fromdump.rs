@@ -97,7 +97,7 @@
 //! replicas: `(h * n) >> 32`.
 
 use crate::hint::prefetch;
-use linerate_io::pcap::{LinkKind, PcapReader, Record, RecordError};
+use linerate_io::pcap::{LinkKind, PcapReader, Record, RecordError, RecordSink};
 use linerate_runtime::anno::offsets;
 use linerate_runtime::{
     Batch, ConfigureCtx, Ctx, Element, ElementClass, HandlerSpec, InitCtx, IoCounts, Packet,
@@ -402,40 +402,53 @@ struct Desc {
     raw: bool,
 }
 
-/// Hash one record of the shared walk and queue it for its owner (inlined
-/// into the walk's loops: as a closure called from two places it was a
-/// call a record, its values spilled).
-#[inline(always)]
-fn share(
-    shares: &mut [Vec<Desc>],
+/// The shared walk's destination: each replica's share of the records.
+struct Sharer<'a> {
+    shares: &'a mut [Vec<Desc>],
+    /// Address of the reader's mapping (descriptors hold offsets).
     base: usize,
+    /// The file's link type (records of `read_fast` runs have it).
     kind: LinkKind,
-    data: &[u8],
-    ts: u64,
-    orig_len: u32,
-) {
-    let fast = match kind {
-        LinkKind::Ethernet => ether_ip_hash(data),
-        _ => None,
-    };
-    let (ip, hash) = match fast {
-        Some(hash) => (Some(14), hash),
-        None => {
-            // (An IP header past 64 KiB, behind thousands of VLAN tags in a
-            // crafted file, is treated as no IP header.)
-            let ip = ip_offset(kind, data).filter(|&o| o < NO_IP as usize);
-            (ip, flow_hash(data, ip))
-        }
-    };
-    shares[owner(hash, shares.len())].push(Desc {
-        off: data.as_ptr() as usize - base,
-        len: data.len() as u32,
-        extra: orig_len.saturating_sub(data.len() as u32),
-        ts,
-        hash,
-        ip: ip.map_or(NO_IP, |o| o as u16),
-        raw: matches!(kind, LinkKind::RawIp | LinkKind::Ipv4 | LinkKind::Ipv6),
-    });
+}
+
+impl Sharer<'_> {
+    /// Hash one record and queue it for its owner.
+    #[inline(always)]
+    fn share(&mut self, kind: LinkKind, data: &[u8], ts: u64, orig_len: u32) {
+        let fast = match kind {
+            LinkKind::Ethernet => ether_ip_hash(data),
+            _ => None,
+        };
+        let (ip, hash) = match fast {
+            Some(hash) => (Some(14), hash),
+            None => {
+                // (An IP header past 64 KiB, behind thousands of VLAN tags
+                // in a crafted file, is treated as no IP header.)
+                let ip = ip_offset(kind, data).filter(|&o| o < NO_IP as usize);
+                (ip, flow_hash(data, ip))
+            }
+        };
+        let shares = &mut *self.shares;
+        shares[owner(hash, shares.len())].push(Desc {
+            off: data.as_ptr() as usize - self.base,
+            len: data.len() as u32,
+            extra: orig_len.saturating_sub(data.len() as u32),
+            ts,
+            hash,
+            ip: ip.map_or(NO_IP, |o| o as u16),
+            raw: matches!(kind, LinkKind::RawIp | LinkKind::Ipv4 | LinkKind::Ipv6),
+        });
+    }
+}
+
+/// Compiled into the reader's loop (a closure there was called out of
+/// line: 22 instructions a record in calls and spills).
+impl RecordSink for Sharer<'_> {
+    #[inline(always)]
+    fn record(&mut self, data: &[u8], ts_ns: u64, orig_len: u32) -> bool {
+        self.share(self.kind, data, ts_ns, orig_len);
+        true
+    }
 }
 
 /// The reader and the per-replica shares of the walk in progress.
@@ -494,10 +507,8 @@ impl Shared {
         let kind = reader.link_type().kind();
         let mut left = WALK;
         while left > 0 {
-            left -= reader.read_fast(left, |data, ts, orig_len| {
-                share(shares, base, kind, data, ts, orig_len);
-                true
-            });
+            let shares = &mut shares[..];
+            left -= reader.read_fast(left, Sharer { shares, base, kind });
             if left == 0 {
                 break;
             }
@@ -505,8 +516,8 @@ impl Shared {
                 end = true;
                 break;
             };
-            let kind = rec.link_type.kind();
-            share(shares, base, kind, rec.data, rec.ts_ns, rec.orig_len);
+            let mut sink = Sharer { shares, base, kind };
+            sink.share(rec.link_type.kind(), rec.data, rec.ts_ns, rec.orig_len);
             left -= 1;
         }
         for (r, s) in shares.iter_mut().enumerate() {
@@ -738,7 +749,7 @@ impl FromDump {
                     // Runs of ordinary classic records, then one record
                     // through the general path (an unusual record, an
                     // error, the end of the file, or any pcapng record).
-                    reader.read_fast(w.room(), |d, ts, orig_len| {
+                    reader.read_fast(w.room(), |d: &[u8], ts: u64, orig_len: u32| {
                         bytes += d.len() as u64;
                         w.push(
                             d.as_ptr(),

@@ -94,5 +94,5 @@ mod writer;
 
 pub use error::{PcapError, RecordError};
 pub use link::{LinkKind, LinkType};
-pub use reader::{PcapReader, ReadStats, Record, MAX_CAPLEN};
+pub use reader::{PcapReader, ReadStats, Record, RecordSink, MAX_CAPLEN};
 pub use writer::{PcapWriter, DEFAULT_SNAPLEN};

@@ -329,7 +329,7 @@ impl PcapReader {
     ///
     /// The byte order and the format are chosen once per call, not per record.
     #[inline]
-    pub fn read_fast(&mut self, max: usize, mut f: impl FnMut(&[u8], u64, u32) -> bool) -> usize {
+    pub fn read_fast(&mut self, max: usize, mut f: impl RecordSink) -> usize {
         let PcapReader {
             backing,
             pos,
@@ -447,18 +447,36 @@ fn classic_next<'a, const BIG: bool>(
     }
 }
 
+/// What [`PcapReader::read_fast`] hands each record to: a closure
+/// `FnMut(data, timestamp_ns, orig_len) -> bool`, or a type whose `record`
+/// is marked `#[inline(always)]` so that it is compiled into the reader's
+/// loop (a closure is called from the loop's two byte-order instances,
+/// and a large one is then compiled out of line: a call a record).
+/// Returning false stops the run before that record.
+pub trait RecordSink {
+    /// One record's data, timestamp (ns) and original length.
+    fn record(&mut self, data: &[u8], ts_ns: u64, orig_len: u32) -> bool;
+}
+
+impl<F: FnMut(&[u8], u64, u32) -> bool> RecordSink for F {
+    #[inline(always)]
+    fn record(&mut self, data: &[u8], ts_ns: u64, orig_len: u32) -> bool {
+        self(data, ts_ns, orig_len)
+    }
+}
+
 /// How far ahead of the record being read `read_fast` prefetches the file.
 const PREFETCH_AHEAD: usize = 2048;
 
 /// [`PcapReader::read_fast`]'s loop for one byte order: [`classic_fast`] record
 /// after record, with the position kept in a register.
 #[inline(always)]
-fn classic_run<'a, const BIG: bool>(
-    data: &'a [u8],
+fn classic_run<const BIG: bool>(
+    data: &[u8],
     pos: &mut usize,
     c: &Classic,
     max: usize,
-    f: &mut impl FnMut(&'a [u8], u64, u32) -> bool,
+    f: &mut impl RecordSink,
 ) -> usize {
     let mut p = *pos;
     let mut n = 0;
@@ -481,7 +499,7 @@ fn classic_run<'a, const BIG: bool>(
             }
             pf += 64;
         }
-        if !f(rec, ts, orig_len) {
+        if !f.record(rec, ts, orig_len) {
             break;
         }
         p = end;

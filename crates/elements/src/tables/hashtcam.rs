@@ -76,7 +76,7 @@
 //! BW, VL; detected at run time) the search runs a version compiled for
 //! it, in which the list of keys still searched is built by compressing
 //! eight key indices a compare and the eight tags are compared into mask
-//! registers (session 12: about 4 % off the uncached rows; probing eight
+//! registers (session 12: 4-6 % off the uncached rows; probing eight
 //! keys at once with gathered tags was slower, see `docs/performance.md`).
 //! Keys are five 64-bit words read
 //! straight from the packet (`key_words`, the words of

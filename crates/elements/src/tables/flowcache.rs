@@ -79,54 +79,54 @@
 //!
 //! # Implementation
 //! The cache is struct-of-arrays: each line's 32-bit hash signature, flow
-//! id, last-seen time and LRU stamp take 16 bytes, so a 4-way set is one
-//! 64-byte cache line; the 40-byte keys lie in a separate array. A batch is
-//! processed 64 packets at a time in three passes: read the 5-tuples
-//! (straight into key words, as `CuckooHash`'s `KEY FLOW`; the reference
-//! goes through `FlowKey`), hash them and prefetch their sets; compare
-//! each set's signatures and prefetch the matching key; compare keys,
-//! update the line (last seen, LRU stamp) and annotate. The third pass
-//! calls nothing: it stops at a hit whose flow expired or whose packet
-//! closes it (FIN, RST), which an out-of-line step handles before the
-//! pass goes on from the next packet, so the order of removals (a later
-//! packet of the group no longer finds a removed line) is the reference's,
-//! and the pass's values stay in registers (with the removal and the id
-//! heap inside the loop they were stored and reloaded every packet).
-//! Every packet's output starts as "hit" (one fill a batch) and the pass
-//! marks misses; hits and misses are counted in registers. The last-seen
-//! times are written back to the flow table only when a line is evicted
-//! or the table is swept, so a hit touches nothing but its set and its
-//! key. 391 -> 353 instructions a packet (`perf stat`, bench
-//! configuration, `MarkIPHeader` excluded; 414 -> 376 with it; session
-//! 10), of which the split below 6; its cycles did not move (172-178 a
-//! packet before and after, base included): the fast path waits on
-//! memory, see below.
+//! id, last-seen time and LRU stamp take 16 bytes, kept field by field
+//! within a set, so a 4-way set is one 64-byte cache line whose four
+//! signatures are compared at once (one SSE2 compare and a mask); the
+//! 40-byte keys lie in a separate array. A batch is processed 64 packets
+//! at a time in three passes: read the 5-tuples (straight into key words,
+//! as `CuckooHash`'s `KEY FLOW`; the reference goes through `FlowKey`),
+//! hash them and prefetch their sets; compare each set's signatures and
+//! prefetch the matching key; compare keys, update the line (last seen,
+//! LRU stamp) and annotate. The group's arrays (keys, hashes, sets,
+//! masks) are kept from batch to batch, not zeroed for each (3.3 KiB a
+//! batch). The third pass calls nothing: it stops at a hit whose flow
+//! expired or whose packet closes it (FIN, RST), which an out-of-line
+//! step handles before the pass goes on from the next packet, so the
+//! order of removals (a later packet of the group no longer finds a
+//! removed line) is the reference's, and the pass's values stay in
+//! registers. Every packet's output starts as "hit" (one fill a batch)
+//! and the pass marks misses; hits and misses are counted in registers.
+//! The last-seen times are written back to the flow table only when a
+//! line is evicted or the table is swept, so a hit touches nothing but
+//! its set and its key.
 //!
-//! The flow table is `CuckooHash`'s bucketized cuckoo table; the slow
-//! path prefetches its buckets and entries for a whole group of up to 16
-//! returning packets (its staged bulk lookup, with arrays 16 long: groups
-//! of 64 zeroed 3.5 KiB of stack for the two or three misses of a typical
-//! batch, about 10 instructions a packet) before handling them one by
-//! one. The table's arrays start at 2 MiB boundaries and lie on 2 MiB
-//! pages (asked for before the table is filled and collapsed into after,
-//! `MADV_COLLAPSE`); a slow-path lookup then costs a cache miss without a
-//! guest page walk. The cache itself (256 KiB of sets, 640 KiB of keys)
-//! is too small for huge pages to matter. A batch with misses is split
-//! with `Batch::split_into` (counted, order kept); nothing is allocated
-//! per packet.
+//! A batch with misses and nothing else (no packet without a 5-tuple)
+//! keeps its hits for output 0: up to 8 misses are moved out of it, from
+//! the back, into one batch for output 1 (both in order); more are split
+//! with `Batch::split_into`. Nothing is allocated per packet.
 //!
-//! Measured (`linerate bench elements FlowCache`: 16K lines, 4-way,
-//! 1,000,000 flows, 95 % hits, misses returning through the slow path, on
-//! a shared 2-vCPU VM; docs/performance.md): about 45 ns per packet
-//! (`MarkIPHeader` included), short of the issue's 80 Mpps (12.5 ns).
-//! Of the 353 instructions a packet, the fast path's three passes take
-//! about 150 (counted in the disassembly); the rest is the split of almost every batch over two
-//! outputs (at a 95 % hit rate only 4 % of 64-packet batches are all
-//! hits) and the slow path's work for the 5 % of misses (a second element
-//! visit, the flow-table lookup, the cache install). In cycles the fast
-//! path waits on its sets and keys, which at 896 KiB do not fit the
-//! 512 KiB L2, and on page walks (the host maps the VM's memory with
-//! 4 KiB pages).
+//! The flow table is `CuckooHash`'s bucketized cuckoo table. The slow
+//! path looks a whole group of up to 16 returning packets up at once
+//! (its staged bulk lookup, arrays 16 long) and uses those answers until
+//! a packet of the group creates or removes a flow (then it looks up
+//! again); before the lookup it prefetches the last-seen time of the flow
+//! each install will evict, after it those of the flows found. The
+//! table's arrays start at 2 MiB boundaries and lie on 2 MiB pages.
+//!
+//! Measured (`linerate bench elements FlowCache`, 16K lines, 4-way,
+//! 1,000,000 flows, on a shared 2-vCPU Xeon VM; docs/performance.md,
+//! session 12), two rows. With the misses (5 %) returning through the
+//! slow path on the same core: about 35.5 ns a packet (`MarkIPHeader`
+//! included; 41-43 before session 12). The fast path alone, misses
+//! leaving on output 1 as the issue's design has them ("so that the fast
+//! path never waits") and the cache filled when the router starts
+//! (94.5 % hits): about 23.7 ns (26-28.5 before). The issue's 80 Mpps
+//! (12.5 ns) is judged on the second row and is not met: the fast path
+//! runs about 270 instructions a packet (`valgrind`, `MarkIPHeader`
+//! excluded) and waits on its sets and keys (896 KiB), which the
+//! source's stream of frames keeps evicting from the 2 MiB L2. With the
+//! slow path each miss costs about 240 ns more (the flow table and the
+//! last-seen array are random accesses in tens of megabytes).
 
 use super::cuckoocore::{
     flow_key, hash, key_eq, packet_flow_key, parse_flow, read_table, reduce, table_lines, Cuckoo,

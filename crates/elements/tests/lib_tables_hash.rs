@@ -323,6 +323,84 @@ fn flow_cache_loaded_flows_and_lru_eviction() {
     assert_eq!(read(&r, "fc.count"), "2");
 }
 
+#[test]
+fn flow_cache_misses_leave_in_order() {
+    // Both implementations share the split: misses on output 1 in arrival
+    // order, whether a batch holds a few (moved out of it) or many (a full
+    // split), and hits on output 0 in order, before the batch's misses
+    // come back from the slow path.
+    let p = |n: u8| v4([10, 0, 0, n], 1, [10, 0, 0, 99], 2, 17, 0);
+    let order: Vec<u8> = [
+        [1, 2, 3, 4, 5, 6, 7, 8, 9, 10],         // 10 misses
+        [1, 11, 2, 12, 3, 13, 4, 5, 6, 7],       // 3 misses
+        [21, 22, 23, 24, 25, 26, 27, 28, 1, 2],  // 8 misses
+        [31, 32, 33, 34, 35, 36, 37, 38, 39, 3], // 9 misses
+    ]
+    .concat();
+    let (mut flows, mut want0, mut want1) = (Vec::new(), Vec::new(), Vec::new());
+    for batch in order.chunks(10) {
+        let mut misses = Vec::new();
+        for &n in batch {
+            match flows.iter().position(|&f| f == n) {
+                Some(id) => want0.push(format!("10.0.0.{n} {id}")),
+                None => {
+                    flows.push(n);
+                    misses.push(n);
+                    want1.push(format!("10.0.0.{n}"));
+                }
+            }
+        }
+        for n in misses {
+            let id = flows.iter().position(|&f| f == n).unwrap();
+            want0.push(format!("10.0.0.{n} {id}"));
+        }
+    }
+    let pkts: Vec<(u64, Vec<u8>)> = order.iter().map(|&n| (T0, p(n))).collect();
+    let f = pcap(&pkts);
+    let (hits, misses) = (tmp("fc-hits.txt"), tmp("fc-misses.txt"));
+    for imp in ["fast", "reference"] {
+        run(&format!(
+            "FromDump({}, STOP true, BURST 10) -> MarkIPHeader
+                 -> fc :: FlowCache(LINES 1024, WAYS 4, IMPL {imp});
+             fc[0] -> ToIPSummaryDump({}, FIELDS ip_src aggregate) -> Discard;
+             fc[1] -> ToIPSummaryDump({}, FIELDS ip_src) -> [1]fc;",
+            f.display(),
+            hits.display(),
+            misses.display()
+        ));
+        assert_eq!(summary(&misses), want1, "{imp}");
+        assert_eq!(summary(&hits), want0, "{imp}");
+    }
+}
+
+#[test]
+fn flow_cache_slow_group_sees_its_own_changes() {
+    // Flow a is in the table (loaded) but not in the cache: the slow path
+    // looks the group [a with FIN, b, a] up at once, then a's FIN frees
+    // id 0, b takes it, and the second a must start a new flow (id 1),
+    // not reuse the group's stale answer.
+    let table = file("10.0.0.1 1000 10.0.0.2 80 tcp\n");
+    let a = |flags| v4([10, 0, 0, 1], 1000, [10, 0, 0, 2], 80, 6, flags);
+    let b = v4([10, 0, 0, 3], 53, [10, 0, 0, 4], 53, 17, 0);
+    let pkts = [(T0, a(0x11)), (T0, b), (T0, a(0x10))];
+    let f = pcap(&pkts);
+    let out = tmp("fc-group.txt");
+    for imp in ["fast", "reference"] {
+        let r = run(&format!(
+            "FromDump({}, STOP true, BURST 3) -> MarkIPHeader
+                 -> fc :: FlowCache(LINES 64, WAYS 4, FILE {}, IMPL {imp});
+             fc[0] -> ToIPSummaryDump({}, FIELDS sport aggregate) -> Discard;
+             fc[1] -> [1]fc;",
+            f.display(),
+            table.display(),
+            out.display()
+        ));
+        assert_eq!(summary(&out), ["1000 0", "53 0", "1000 1"], "{imp}");
+        assert_eq!(read(&r, "fc.closed"), "1", "{imp}");
+        assert_eq!(read(&r, "fc.count"), "2", "{imp}");
+    }
+}
+
 // ---- differential: fast and reference agree ----
 
 /// A packet from a small pool of flows: `(flow, tcp flags, truncated)`.

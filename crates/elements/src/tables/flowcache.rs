@@ -79,54 +79,54 @@
 //!
 //! # Implementation
 //! The cache is struct-of-arrays: each line's 32-bit hash signature, flow
-//! id, last-seen time and LRU stamp take 16 bytes, so a 4-way set is one
-//! 64-byte cache line; the 40-byte keys lie in a separate array. A batch is
-//! processed 64 packets at a time in three passes: read the 5-tuples
-//! (straight into key words, as `CuckooHash`'s `KEY FLOW`; the reference
-//! goes through `FlowKey`), hash them and prefetch their sets; compare
-//! each set's signatures and prefetch the matching key; compare keys,
-//! update the line (last seen, LRU stamp) and annotate. The third pass
-//! calls nothing: it stops at a hit whose flow expired or whose packet
-//! closes it (FIN, RST), which an out-of-line step handles before the
-//! pass goes on from the next packet, so the order of removals (a later
-//! packet of the group no longer finds a removed line) is the reference's,
-//! and the pass's values stay in registers (with the removal and the id
-//! heap inside the loop they were stored and reloaded every packet).
-//! Every packet's output starts as "hit" (one fill a batch) and the pass
-//! marks misses; hits and misses are counted in registers. The last-seen
-//! times are written back to the flow table only when a line is evicted
-//! or the table is swept, so a hit touches nothing but its set and its
-//! key. 391 -> 353 instructions a packet (`perf stat`, bench
-//! configuration, `MarkIPHeader` excluded; 414 -> 376 with it; session
-//! 10), of which the split below 6; its cycles did not move (172-178 a
-//! packet before and after, base included): the fast path waits on
-//! memory, see below.
+//! id, last-seen time and LRU stamp take 16 bytes, kept field by field
+//! within a set, so a 4-way set is one 64-byte cache line whose four
+//! signatures are compared at once (one SSE2 compare and a mask); the
+//! 40-byte keys lie in a separate array. A batch is processed 64 packets
+//! at a time in three passes: read the 5-tuples (straight into key words,
+//! as `CuckooHash`'s `KEY FLOW`; the reference goes through `FlowKey`),
+//! hash them and prefetch their sets; compare each set's signatures and
+//! prefetch the matching key; compare keys, update the line (last seen,
+//! LRU stamp) and annotate. The group's arrays (keys, hashes, sets,
+//! masks) are kept from batch to batch, not zeroed for each (3.3 KiB a
+//! batch). The third pass calls nothing: it stops at a hit whose flow
+//! expired or whose packet closes it (FIN, RST), which an out-of-line
+//! step handles before the pass goes on from the next packet, so the
+//! order of removals (a later packet of the group no longer finds a
+//! removed line) is the reference's, and the pass's values stay in
+//! registers. Every packet's output starts as "hit" (one fill a batch)
+//! and the pass marks misses; hits and misses are counted in registers.
+//! The last-seen times are written back to the flow table only when a
+//! line is evicted or the table is swept, so a hit touches nothing but
+//! its set and its key.
 //!
-//! The flow table is `CuckooHash`'s bucketized cuckoo table; the slow
-//! path prefetches its buckets and entries for a whole group of up to 16
-//! returning packets (its staged bulk lookup, with arrays 16 long: groups
-//! of 64 zeroed 3.5 KiB of stack for the two or three misses of a typical
-//! batch, about 10 instructions a packet) before handling them one by
-//! one. The table's arrays start at 2 MiB boundaries and lie on 2 MiB
-//! pages (asked for before the table is filled and collapsed into after,
-//! `MADV_COLLAPSE`); a slow-path lookup then costs a cache miss without a
-//! guest page walk. The cache itself (256 KiB of sets, 640 KiB of keys)
-//! is too small for huge pages to matter. A batch with misses is split
-//! with `Batch::split_into` (counted, order kept); nothing is allocated
-//! per packet.
+//! A batch with misses and nothing else (no packet without a 5-tuple)
+//! keeps its hits for output 0: up to 8 misses are moved out of it, from
+//! the back, into one batch for output 1 (both in order); more are split
+//! with `Batch::split_into`. Nothing is allocated per packet.
 //!
-//! Measured (`linerate bench elements FlowCache`: 16K lines, 4-way,
-//! 1,000,000 flows, 95 % hits, misses returning through the slow path, on
-//! a shared 2-vCPU VM; docs/performance.md): about 45 ns per packet
-//! (`MarkIPHeader` included), short of the issue's 80 Mpps (12.5 ns).
-//! Of the 353 instructions a packet, the fast path's three passes take
-//! about 150 (counted in the disassembly); the rest is the split of almost every batch over two
-//! outputs (at a 95 % hit rate only 4 % of 64-packet batches are all
-//! hits) and the slow path's work for the 5 % of misses (a second element
-//! visit, the flow-table lookup, the cache install). In cycles the fast
-//! path waits on its sets and keys, which at 896 KiB do not fit the
-//! 512 KiB L2, and on page walks (the host maps the VM's memory with
-//! 4 KiB pages).
+//! The flow table is `CuckooHash`'s bucketized cuckoo table. The slow
+//! path looks a whole group of up to 16 returning packets up at once
+//! (its staged bulk lookup, arrays 16 long) and uses those answers until
+//! a packet of the group creates or removes a flow (then it looks up
+//! again); before the lookup it prefetches the last-seen time of the flow
+//! each install will evict, after it those of the flows found. The
+//! table's arrays start at 2 MiB boundaries and lie on 2 MiB pages.
+//!
+//! Measured (`linerate bench elements FlowCache`, 16K lines, 4-way,
+//! 1,000,000 flows, on a shared 2-vCPU Xeon VM; docs/performance.md,
+//! session 12), two rows. With the misses (5 %) returning through the
+//! slow path on the same core: about 35.5 ns a packet (`MarkIPHeader`
+//! included; 41-43 before session 12). The fast path alone, misses
+//! leaving on output 1 as the issue's design has them ("so that the fast
+//! path never waits") and the cache filled when the router starts
+//! (94.5 % hits): about 23.7 ns (26-28.5 before). The issue's 80 Mpps
+//! (12.5 ns) is judged on the second row and is not met: the fast path
+//! runs about 270 instructions a packet (`valgrind`, `MarkIPHeader`
+//! excluded) and waits on its sets and keys (896 KiB), which the
+//! source's stream of frames keeps evicting from the 2 MiB L2. With the
+//! slow path each miss costs about 240 ns more (the flow table and the
+//! last-seen array are random accesses in tens of megabytes).
 
 use super::cuckoocore::{
     flow_key, hash, key_eq, packet_flow_key, parse_flow, read_table, reduce, table_lines, Cuckoo,
@@ -159,6 +159,9 @@ const GROUP: usize = 64;
 /// table's staged lookup) are zeroed per group, so they are kept short
 /// (64 cost FlowCache about 10 instructions a packet more, `perf stat`).
 const SLOW_GROUP: usize = 16;
+/// Misses up to which a fast-path batch is split by moving them out
+/// ([`FlowCache::split_misses`]) rather than by a full split.
+const FEW_MISSES: u64 = 8;
 
 /// Packet time in 2^20 ns units, never 0 (0 means "not seen yet").
 #[inline(always)]
@@ -238,17 +241,20 @@ trait Store: Send {
     /// Keep the lines for which `f(last seen)` is true.
     fn cache_retain(&mut self, f: &mut dyn FnMut(u32) -> bool);
     fn flow_get(&self, k: &Key) -> Option<u32>;
-    /// Start loading the flow table's lines for these keys.
-    fn prefetch_flows(&self, keys: &[Option<Key>]);
+    /// Start loading the last-seen time (in `seen`) of the flow that
+    /// installing `k` would evict.
+    fn prefetch_victim(&self, k: &Key, h: u64, seen: &[u32]);
+    /// The flows of up to `SLOW_GROUP` keys (`None` for no key), looked
+    /// up together so that their memory accesses overlap.
+    fn flow_get_batch(&self, keys: &[Option<Key>], out: &mut [Option<u32>]);
     fn flow_insert(&mut self, k: Key, id: u32) -> bool;
     fn flow_remove(&mut self, k: &Key) -> Option<u32>;
     fn flows(&self) -> usize;
     fn flow_retain(&mut self, f: &mut dyn FnMut(u32) -> bool);
 }
 
-/// One cache line's metadata.
+/// One cache line's metadata (a copy: the cache keeps the fields apart).
 #[derive(Clone, Copy, Default)]
-#[repr(C)]
 struct Line {
     sig: u32,
     id: u32,
@@ -257,12 +263,48 @@ struct Line {
     age: u32,
 }
 
-/// Four lines: one 4-way set per 64-byte cache line.
+/// Four lines' metadata, field by field: one 4-way set per 64-byte cache
+/// line, its four signatures side by side (one 16-byte compare).
 #[derive(Clone, Copy, Default)]
 #[repr(C, align(64))]
-struct Quad([Line; 4]);
+struct Quad {
+    sig: [u32; 4],
+    id: [u32; 4],
+    seen: [u32; 4],
+    age: [u32; 4],
+}
 
-struct Fast {
+/// Bit `j` set where `sigs[j] == s`.
+#[inline(always)]
+fn sig4(sigs: &[u32; 4], s: u32) -> u32 {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::*;
+        // SAFETY: SSE2 is part of the x86_64 baseline; `sigs` is 16 bytes
+        // (read unaligned).
+        unsafe {
+            let eq = _mm_cmpeq_epi32(
+                _mm_loadu_si128(sigs.as_ptr() as *const __m128i),
+                _mm_set1_epi32(s as i32),
+            );
+            _mm_movemask_ps(_mm_castsi128_ps(eq)) as u32
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        sig4_portable(sigs, s)
+    }
+}
+
+/// [`sig4`] without SIMD.
+#[cfg(any(test, not(target_arch = "x86_64")))]
+#[inline(always)]
+fn sig4_portable(sigs: &[u32; 4], s: u32) -> u32 {
+    (0..4).fold(0, |m, j| m | u32::from(sigs[j] == s) << j)
+}
+
+/// The cache and the flow table.
+struct Table {
     ways: usize,
     sets: u32,
     meta: Vec<Quad>,
@@ -272,27 +314,55 @@ struct Fast {
     flows: Cuckoo,
 }
 
+/// The fast implementation: the table and the fast path's group arrays,
+/// kept between batches so that they are not zeroed for each (every
+/// entry a packet reads is written for that packet first).
+struct Fast {
+    t: Table,
+    g: Box<Group>,
+}
+
 impl Fast {
     fn new(lines: usize, ways: usize, flows: usize) -> Fast {
         Fast {
-            ways,
-            sets: (lines / ways) as u32,
-            meta: vec![Quad::default(); lines.div_ceil(4)],
-            keys: vec![[0; 5]; lines],
-            clock: 0,
-            cached: 0,
-            flows: Cuckoo::new(flows),
+            t: Table {
+                ways,
+                sets: (lines / ways) as u32,
+                meta: vec![Quad::default(); lines.div_ceil(4)],
+                keys: vec![[0; 5]; lines],
+                clock: 0,
+                cached: 0,
+                flows: Cuckoo::new(flows),
+            },
+            g: Box::new(Group {
+                keys: [[0u64; 5]; GROUP],
+                hs: [0u64; GROUP],
+                firsts: [usize::MAX; GROUP],
+                masks: [0u32; GROUP],
+            }),
+        }
+    }
+}
+
+impl Table {
+    #[inline(always)]
+    fn line(&self, g: usize) -> Line {
+        let (q, j) = (&self.meta[g / 4], g % 4);
+        Line {
+            sig: q.sig[j],
+            id: q.id[j],
+            seen: q.seen[j],
+            age: q.age[j],
         }
     }
 
     #[inline(always)]
-    fn line(&self, g: usize) -> &Line {
-        &self.meta[g / 4].0[g % 4]
-    }
-
-    #[inline(always)]
-    fn line_mut(&mut self, g: usize) -> &mut Line {
-        &mut self.meta[g / 4].0[g % 4]
+    fn set_line(&mut self, g: usize, l: Line) {
+        let (q, j) = (&mut self.meta[g / 4], g % 4);
+        q.sig[j] = l.sig;
+        q.id[j] = l.id;
+        q.seen[j] = l.seen;
+        q.age[j] = l.age;
     }
 
     /// The first line of `h`'s set.
@@ -302,14 +372,16 @@ impl Fast {
     }
 
     /// Bit `j` set where way `j` of the set starting at `first` has
-    /// signature `s` (a 4-way set is one `Quad`: four compares, no loop).
+    /// signature `s` (a 4-way set is one `Quad`: one compare, no loop).
     #[inline(always)]
     fn sig_mask(&self, first: usize, s: u32) -> u32 {
         if self.ways == 4 {
-            let q = &self.meta[first / 4].0;
-            (0..4).fold(0, |m, j| m | u32::from(q[j].sig == s) << j)
+            sig4(&self.meta[first / 4].sig, s)
         } else {
-            (0..self.ways).fold(0, |m, j| m | u32::from(self.line(first + j).sig == s) << j)
+            (0..self.ways).fold(0, |m, j| {
+                let g = first + j;
+                m | u32::from(self.meta[g / 4].sig[g % 4] == s) << j
+            })
         }
     }
 
@@ -334,7 +406,7 @@ impl Fast {
     }
 
     fn remove_line(&mut self, g: usize) {
-        self.line_mut(g).sig = 0;
+        self.meta[g / 4].sig[g % 4] = 0;
         self.cached -= 1;
     }
 
@@ -343,9 +415,9 @@ impl Fast {
     fn touch(&mut self, g: usize, t: u32) {
         let clock = self.clock;
         self.clock = clock.wrapping_add(1);
-        let m = self.line_mut(g);
-        m.seen = t;
-        m.age = clock;
+        let (q, j) = (&mut self.meta[g / 4], g % 4);
+        q.seen[j] = t;
+        q.age[j] = clock;
     }
 
     /// Line `g` (holding `k`) and `k`'s flow removed, its id freed.
@@ -366,7 +438,7 @@ struct Group {
     masks: [u32; GROUP],
 }
 
-impl Fast {
+impl Table {
     /// Pass 3 from packet `i` on: compare keys, update the lines of hits
     /// and annotate them, mark misses and packets without a key in `cls`.
     /// Stops at the first hit whose flow expired or closes, which
@@ -401,7 +473,7 @@ impl Fast {
                 continue;
             };
             let t = tick(p, c.now);
-            let line = *self.line(l);
+            let line = self.line(l);
             if c.expired(t, line.seen) || closes(p, k) {
                 return (i, l);
             }
@@ -419,7 +491,7 @@ impl Fast {
     #[inline(never)]
     fn end_flow(&mut self, k: &Key, l: usize, p: &mut Packet, c: &mut Common) -> u8 {
         let t = tick(p, c.now);
-        let line = *self.line(l);
+        let line = self.line(l);
         if c.expired(t, line.seen) {
             self.forget(l, k, c);
             c.expired += 1;
@@ -437,6 +509,7 @@ impl Fast {
 
 impl Store for Fast {
     fn fast(&mut self, batch: &mut Batch, c: &mut Common, class: &mut Vec<u8>) {
+        let Fast { t, g } = self;
         // Every packet a hit unless pass 3 says otherwise.
         class.clear();
         class.resize(batch.len(), HIT);
@@ -445,28 +518,23 @@ impl Store for Fast {
             .chunks_mut(GROUP)
             .zip(class.chunks_mut(GROUP))
         {
-            let mut g = Group {
-                keys: [[0u64; 5]; GROUP],
-                hs: [0u64; GROUP],
-                firsts: [usize::MAX; GROUP],
-                masks: [0u32; GROUP],
-            };
             // Pass 1: 5-tuples, hashes, prefetch the sets.
-            for (i, p) in group.iter().enumerate() {
+            for (i, p) in group.iter().enumerate().take(GROUP) {
+                g.firsts[i] = usize::MAX;
                 if let Some(k) = packet_flow_key(p) {
                     g.keys[i] = k;
                     g.hs[i] = hash(&g.keys[i]);
-                    g.firsts[i] = self.set_of(g.hs[i]);
-                    prefetch(self.meta.as_ptr().wrapping_add(g.firsts[i] / 4));
+                    g.firsts[i] = t.set_of(g.hs[i]);
+                    prefetch(t.meta.as_ptr().wrapping_add(g.firsts[i] / 4));
                 }
             }
             // Pass 2: compare signatures, prefetch the first matching key.
-            for i in 0..group.len() {
+            for i in 0..group.len().min(GROUP) {
                 if g.firsts[i] != usize::MAX {
-                    g.masks[i] = self.sig_mask(g.firsts[i], sig(g.hs[i]));
+                    g.masks[i] = t.sig_mask(g.firsts[i], sig(g.hs[i]));
                     if g.masks[i] != 0 {
                         let at = g.firsts[i] + g.masks[i].trailing_zeros() as usize;
-                        let k = self.keys.as_ptr().wrapping_add(at);
+                        let k = t.keys.as_ptr().wrapping_add(at);
                         prefetch(k);
                         prefetch((k as *const u64).wrapping_add(4));
                     }
@@ -478,9 +546,9 @@ impl Store for Fast {
             let mut i = 0;
             while i < group.len() {
                 let l;
-                (i, l) = self.hits_from(&g, group, cls, i, c, &mut counts);
+                (i, l) = t.hits_from(g, group, cls, i, c, &mut counts);
                 if i < group.len() {
-                    cls[i] = self.end_flow(&g.keys[i], l, &mut group[i], c);
+                    cls[i] = t.end_flow(&g.keys[i], l, &mut group[i], c);
                     i += 1;
                 }
             }
@@ -490,57 +558,61 @@ impl Store for Fast {
     }
 
     fn cache_get(&self, k: &Key, h: u64) -> Option<(u32, u32)> {
-        self.find(k, h)
-            .map(|g| (self.line(g).id, self.line(g).seen))
+        self.t
+            .find(k, h)
+            .map(|g| (self.t.line(g).id, self.t.line(g).seen))
     }
 
     fn cache_put(&mut self, k: &Key, h: u64, id: u32, t: u32, seen: &mut [u32]) {
-        let clock = self.clock;
-        self.clock = clock.wrapping_add(1);
-        let g = match self.find(k, h) {
+        let clock = self.t.clock;
+        self.t.clock = clock.wrapping_add(1);
+        let g = match self.t.find(k, h) {
             Some(g) => g,
             None => {
-                let first = self.set_of(h);
-                let set = first..first + self.ways;
-                let g = match set.clone().find(|&g| self.line(g).sig == 0) {
+                let first = self.t.set_of(h);
+                let set = first..first + self.t.ways;
+                let g = match set.clone().find(|&g| self.t.line(g).sig == 0) {
                     Some(g) => {
-                        self.cached += 1;
+                        self.t.cached += 1;
                         g
                     }
                     None => {
                         let g = set
-                            .max_by_key(|&g| clock.wrapping_sub(self.line(g).age))
+                            .max_by_key(|&g| clock.wrapping_sub(self.t.line(g).age))
                             .unwrap_or(first);
-                        let old = *self.line(g);
+                        let old = self.t.line(g);
                         seen[old.id as usize] = old.seen;
                         g
                     }
                 };
-                self.keys[g] = *k;
+                self.t.keys[g] = *k;
                 g
             }
         };
-        *self.line_mut(g) = Line {
-            sig: sig(h),
-            id,
-            seen: t,
-            age: clock,
-        };
+        self.t.set_line(
+            g,
+            Line {
+                sig: sig(h),
+                id,
+                seen: t,
+                age: clock,
+            },
+        );
     }
 
     fn cache_remove(&mut self, k: &Key, h: u64) {
-        if let Some(g) = self.find(k, h) {
-            self.remove_line(g);
+        if let Some(g) = self.t.find(k, h) {
+            self.t.remove_line(g);
         }
     }
 
     fn cached(&self) -> usize {
-        self.cached
+        self.t.cached
     }
 
     fn write_back(&self, seen: &mut [u32]) {
-        for g in 0..self.keys.len() {
-            let l = self.line(g);
+        for g in 0..self.t.keys.len() {
+            let l = self.t.line(g);
             if l.sig != 0 {
                 seen[l.id as usize] = l.seen;
             }
@@ -548,38 +620,48 @@ impl Store for Fast {
     }
 
     fn cache_retain(&mut self, f: &mut dyn FnMut(u32) -> bool) {
-        for g in 0..self.keys.len() {
-            let l = *self.line(g);
+        for g in 0..self.t.keys.len() {
+            let l = self.t.line(g);
             if l.sig != 0 && !f(l.seen) {
-                self.remove_line(g);
+                self.t.remove_line(g);
             }
         }
     }
 
     fn flow_get(&self, k: &Key) -> Option<u32> {
-        self.flows.get(k)
+        self.t.flows.get(k)
     }
 
-    fn prefetch_flows(&self, keys: &[Option<Key>]) {
-        let mut out = [None; SLOW_GROUP];
-        self.flows
-            .get_batch::<SLOW_GROUP>(keys, &mut out[..keys.len()]);
+    fn prefetch_victim(&self, k: &Key, h: u64, seen: &[u32]) {
+        let first = self.t.set_of(h);
+        let set = first..first + self.t.ways;
+        if self.t.find(k, h).is_some() || set.clone().any(|g| self.t.line(g).sig == 0) {
+            return;
+        }
+        let clock = self.t.clock;
+        if let Some(g) = set.max_by_key(|&g| clock.wrapping_sub(self.t.line(g).age)) {
+            prefetch(seen.as_ptr().wrapping_add(self.t.line(g).id as usize));
+        }
+    }
+
+    fn flow_get_batch(&self, keys: &[Option<Key>], out: &mut [Option<u32>]) {
+        self.t.flows.get_batch::<SLOW_GROUP>(keys, out);
     }
 
     fn flow_insert(&mut self, k: Key, id: u32) -> bool {
-        self.flows.insert(k, id).is_ok()
+        self.t.flows.insert(k, id).is_ok()
     }
 
     fn flow_remove(&mut self, k: &Key) -> Option<u32> {
-        self.flows.remove(k)
+        self.t.flows.remove(k)
     }
 
     fn flows(&self) -> usize {
-        self.flows.len()
+        self.t.flows.len()
     }
 
     fn flow_retain(&mut self, f: &mut dyn FnMut(u32) -> bool) {
-        self.flows.retain(|_, id| f(id));
+        self.t.flows.retain(|_, id| f(id));
     }
 }
 
@@ -688,7 +770,13 @@ impl Store for Reference {
         self.flows.get(k).copied()
     }
 
-    fn prefetch_flows(&self, _keys: &[Option<Key>]) {}
+    fn prefetch_victim(&self, _k: &Key, _h: u64, _seen: &[u32]) {}
+
+    fn flow_get_batch(&self, keys: &[Option<Key>], out: &mut [Option<u32>]) {
+        for (o, k) in out.iter_mut().zip(keys) {
+            *o = k.as_ref().and_then(|k| self.flows.get(k).copied());
+        }
+    }
 
     fn flow_insert(&mut self, k: Key, id: u32) -> bool {
         self.flows.insert(k, id);
@@ -714,6 +802,9 @@ struct FlowCache {
     noutputs: usize,
     lookup_result: String,
     class: Vec<u8>,
+    /// Flows created or removed (by the handlers too): the slow path's
+    /// group lookups hold while it does not change.
+    writes: u64,
 }
 
 fn make(ctx: &ConfigureCtx<'_>) -> Result<Box<dyn Element>, Vec<String>> {
@@ -778,6 +869,7 @@ fn make(ctx: &ConfigureCtx<'_>) -> Result<Box<dyn Element>, Vec<String>> {
         noutputs: ctx.noutputs(),
         lookup_result: String::new(),
         class: Vec::new(),
+        writes: 0,
     };
     if let Some(f) = file {
         e.load(&f).map_err(|m| vec![format!("FILE: {m}")])?;
@@ -808,6 +900,7 @@ fn parse_key(s: &str) -> Result<Key, String> {
 impl FlowCache {
     /// A new flow's id; `None` if the table is full.
     fn create(&mut self, k: Key) -> Option<u32> {
+        self.writes += 1;
         if self.store.flows() >= self.c.capacity {
             return None;
         }
@@ -821,6 +914,7 @@ impl FlowCache {
     }
 
     fn remove_flow(&mut self, k: &Key, h: u64) -> bool {
+        self.writes += 1;
         self.store.cache_remove(k, h);
         match self.store.flow_remove(k) {
             Some(id) => {
@@ -883,17 +977,33 @@ impl FlowCache {
             for (k, p) in keys.iter_mut().zip(group.iter()) {
                 *k = FlowKey::from_packet(p).map(|f| flow_key(&f));
             }
-            // Bring the flow table's buckets and entries in for the whole
-            // group before the packets are handled one by one.
-            self.store.prefetch_flows(&keys[..group.len()]);
-            for (p, k) in group.iter_mut().zip(keys) {
-                self.slow_one(p, k);
+            // Look the whole group up in the flow table at once, so that
+            // its buckets and entries load together; the answers hold
+            // until a packet of the group creates or removes a flow.
+            let n = group.len().min(SLOW_GROUP);
+            let seen = &self.c.seen;
+            for k in keys[..n].iter().flatten() {
+                self.store.prefetch_victim(k, hash(k), seen);
+            }
+            let mut found = [None; SLOW_GROUP];
+            self.store.flow_get_batch(&keys[..n], &mut found[..n]);
+            for &id in found[..n].iter().flatten() {
+                prefetch(seen.as_ptr().wrapping_add(id as usize));
+            }
+            let writes = self.writes;
+            for ((p, k), f) in group.iter_mut().zip(keys).zip(found) {
+                let f = match k {
+                    Some(k) if self.writes != writes => self.store.flow_get(&k),
+                    _ => f,
+                };
+                self.slow_one(p, k, f);
             }
         }
     }
 
-    /// The slow path for one packet with key `k`.
-    fn slow_one(&mut self, p: &mut Packet, k: Option<Key>) {
+    /// The slow path for one packet with key `k`, whose flow in the flow
+    /// table is `flow`.
+    fn slow_one(&mut self, p: &mut Packet, k: Option<Key>, flow: Option<u32>) {
         let Some(k) = k else {
             self.class.push(BAD);
             return;
@@ -902,10 +1012,7 @@ impl FlowCache {
         let t = tick(p, self.c.now);
         let known = match self.store.cache_get(&k, h) {
             Some((id, seen)) => Some((id, seen)),
-            None => self
-                .store
-                .flow_get(&k)
-                .map(|id| (id, self.c.seen[id as usize])),
+            None => flow.map(|id| (id, self.c.seen[id as usize])),
         };
         let id = match known {
             Some((id, seen)) if !self.c.expired(t, seen) => Some(id),
@@ -927,6 +1034,23 @@ impl FlowCache {
             self.c.closed += 1;
         }
         self.class.push(HIT);
+    }
+
+    /// A fast-path batch whose only other packets are a few misses
+    /// (`class` says which): they leave it for output 1, from the back
+    /// (a few short moves), and the hits stay for output 0, both in order,
+    /// without the three-way split of [`route`](Self::route).
+    fn split_misses(&mut self, mut batch: Batch, ctx: &mut Ctx<'_>) {
+        let mut miss = Batch::new();
+        let v = batch.vec_mut();
+        for (i, &c) in self.class.iter().enumerate().rev() {
+            if c == MISS && i < v.len() {
+                miss.push(v.remove(i));
+            }
+        }
+        miss.vec_mut().reverse();
+        ctx.push(0, batch);
+        ctx.push(1, miss);
     }
 
     /// Send the packets of `batch` where `self.class` says.
@@ -951,19 +1075,25 @@ impl Element for FlowCache {
         };
         self.c.now = ((ctx.recent_ns() >> 20) as u32).max(1);
         self.maybe_sweep(tick(first, self.c.now));
-        let all_hit = if port == 0 {
+        if port == 0 {
             self.class.clear();
-            let before = self.c.hits;
+            let (hits, misses) = (self.c.hits, self.c.misses);
             self.store.fast(&mut batch, &mut self.c, &mut self.class);
-            self.c.hits - before == batch.len() as u64
+            let (hits, misses) = (self.c.hits - hits, self.c.misses - misses);
+            if hits == batch.len() as u64 {
+                ctx.push(0, batch);
+            } else if hits + misses == batch.len() as u64 && misses <= FEW_MISSES {
+                self.split_misses(batch, ctx);
+            } else {
+                self.route(batch, ctx);
+            }
         } else {
             self.slow(&mut batch);
-            self.class.iter().all(|&c| c == HIT)
-        };
-        if all_hit {
-            ctx.push(0, batch);
-        } else {
-            self.route(batch, ctx);
+            if self.class.iter().all(|&c| c == HIT) {
+                ctx.push(0, batch);
+            } else {
+                self.route(batch, ctx);
+            }
         }
     }
 
@@ -1022,5 +1152,26 @@ impl Element for FlowCache {
 
     fn as_any(&self) -> &dyn Any {
         self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// The SIMD signature compare answers as the portable one.
+        #[test]
+        fn sig4_as_portable(
+            sigs in proptest::array::uniform4(0u32..4),
+            s in 0u32..4,
+            high in any::<u32>(),
+        ) {
+            // Few values, so that several ways match; `high` spreads them.
+            let sigs = sigs.map(|x| x ^ high);
+            let s = s ^ high;
+            prop_assert_eq!(sig4(&sigs, s), sig4_portable(&sigs, s));
+        }
     }
 }

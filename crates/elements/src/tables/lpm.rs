@@ -141,7 +141,15 @@
 //! off this row by removing the TLB misses); the cache-resident row is
 //! bound by the element's 88 instructions a packet (the two passes about
 //! 47, the split and the extra output batches about 32, the rest per
-//! batch). The IPv6 walk, with path compression, is the first-level
+//! batch). Session 12 measured two changes to IPv4 and kept neither
+//! (docs/performance.md): reading the first level through run-length
+//! compressed nodes (64 entries of a /18 in a 32- or 64-byte node found
+//! by population count, 8 or 16 MiB instead of 64) was slower on both
+//! rows (1,024 destinations 6.4-6.6 to 7.3-8.3 ns, 20 more instructions
+//! a packet; 65,536 destinations 12-14 to 18-25 ns), and prefetching the
+//! second-level entries of long prefixes in a third pass (2.1 % of the
+//! bench's destinations) gained nothing measurable for 3.5-3.7 more
+//! instructions. The IPv6 walk, with path compression, is the first-level
 //! entry, 2.3 nodes on average for the bench's 200,000 routes (5.1
 //! without it: a /48 took 6 nodes) and, unless the last node holds it
 //! (a node without children whose slots all hold one leaf keeps it), the

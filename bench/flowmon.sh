@@ -11,6 +11,7 @@
 # on a shared, loaded machine the CPU figure is the per-core rate.
 #
 #   bench/flowmon.sh            [RUNS=7] [PACKETS=2000000] [TABLE=1MB]
+#                               [LINERATE=path/to/another/linerate binary]
 #
 # The collector is a UDP socket that never reads (the kernel drops what does
 # not fit its buffer), so no collector competes for the CPU; the exporters'
@@ -23,7 +24,7 @@ TABLE=${TABLE:-1MB}
 target=${CARGO_TARGET_DIR:-target}
 cargo build --release -q --bin linerate
 cargo build --release -q -p linerate-bench --bin inettrace
-lr="$target/release/linerate"
+lr="${LINERATE:-$target/release/linerate}"
 inet="$target/inet-${PACKETS:-2000000}.pcap"
 [ -s "$inet" ] || "$target/release/inettrace" "$inet" "${PACKETS:-2000000}"
 traces=("$inet" ../shared/traces/pathspider-real-lan2012.pcap ../shared/traces/ndpi-tests-mix.pcap)
@@ -49,9 +50,13 @@ median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] 
 # secs CMD...: "wall cpu" seconds of one run (cpu = user + system, all
 # threads; output discarded). On a loaded machine wall time measures the
 # scheduler, so the table shows both.
+# Wall time from bash's microsecond clock (`time`'s %e has 10 ms steps, 5 %
+# of a 0.2 s run); CPU from `time` (10 ms steps too, but only reported).
 secs() {
-  /usr/bin/time -f "%e %U %S" -o "$tmpf" "$@" >/dev/null 2>&1
-  awk '{ printf "%s %.3f\n", $1, $2 + $3 }' "$tmpf"
+  local t0=$EPOCHREALTIME t1
+  /usr/bin/time -f "%U %S" -o "$tmpf" "$@" >/dev/null 2>&1
+  t1=$EPOCHREALTIME
+  awk -v a="$t0" -v b="$t1" '{ printf "%.4f %.3f\n", b - a, $1 + $2 }' "$tmpf"
 }
 tmpf=$(mktemp)
 # stats: "median-wall median-cpu" of the "wall cpu" lines on stdin.

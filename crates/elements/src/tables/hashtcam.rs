@@ -1592,19 +1592,27 @@ mod tests {
                     e.insert((rank, i as u32));
                 }
             }
-            let mut runs = 0;
-            let (mut run, n) = (0, t.tags.len());
-            for j in 0..2 * n {
-                run = if t.tags[j % n] != 0 { run + 1 } else { 0 };
-                runs += usize::from(run == 8);
-            }
-            assert!(runs > 0, "no run of eight occupied slots to test");
+            assert!(
+                occupied_runs(&t, 8) > 0,
+                "no run of eight occupied slots to test"
+            );
             for i in 0..4096u64 {
                 let k = key(i);
                 let found = t.find(&k, hash(&k)).map(|s| (s.rank, s.port));
                 assert_eq!(found, map.get(&i).copied(), "key {i}, round {round}");
             }
         }
+    }
+
+    /// Runs of at least `len` occupied slots in `t`'s tags (wrapping
+    /// around the end).
+    fn occupied_runs(t: &MaskTable, len: usize) -> usize {
+        let (mut runs, mut run, n) = (0, 0, t.tags.len());
+        for j in 0..2 * n {
+            run = if t.tags[j % n] != 0 { run + 1 } else { 0 };
+            runs += usize::from(run == len);
+        }
+        runs
     }
 
     /// The AVX-512 probe (where the CPU has it) finds what the portable one
@@ -1620,13 +1628,10 @@ mod tests {
         for i in 0..3000u64 {
             t.insert(key(i * 7 % 4096), 1 + i, i as u32);
         }
-        let (mut runs, n) = (0, t.tags.len());
-        let mut run = 0;
-        for j in 0..2 * n {
-            run = if t.tags[j % n] != 0 { run + 1 } else { 0 };
-            runs += usize::from(run == 9);
-        }
-        assert!(runs > 0, "no run of nine occupied slots to test");
+        assert!(
+            occupied_runs(&t, 9) > 0,
+            "no run of nine occupied slots to test"
+        );
         for i in 0..8192u64 {
             let k = key(i);
             let h = hash(&k);

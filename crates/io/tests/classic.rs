@@ -347,7 +347,7 @@ fn read_fast_stops_at_unusual_records_and_resumes_after_them() {
         let mut got: Vec<(Vec<u8>, u64, u32)> = Vec::new();
         let take = |r: &mut PcapReader, max| {
             let mut seen = Vec::new();
-            let n = r.read_fast(max, |d: &[u8], ts: u64, orig: u32| {
+            let n = r.read_fast(max, |d, ts, orig| {
                 seen.push((d.to_vec(), ts, orig));
                 true
             });
@@ -371,7 +371,7 @@ fn read_fast_stops_at_unusual_records_and_resumes_after_them() {
         let over = r.next_record().unwrap().unwrap();
         assert_eq!((over.data.len(), over.orig_len), (9, 9));
         // A callback that refuses leaves the record for the next call.
-        assert_eq!(r.read_fast(64, |_: &[u8], _, _| false), 0);
+        assert_eq!(r.read_fast(64, |_, _, _| false), 0);
         got.extend(take(&mut r, 64));
         assert_eq!(
             got,
@@ -385,7 +385,7 @@ fn read_fast_stops_at_unusual_records_and_resumes_after_them() {
             r.next_record(),
             Some(Err(RecordError::Truncated { .. }))
         ));
-        assert_eq!(r.read_fast(64, |_: &[u8], _, _| true), 0);
+        assert_eq!(r.read_fast(64, |_, _, _| true), 0);
         // The same records, counted the same way, as `next_record` alone reads them.
         let (all, _, stats) = read_all(&mut PcapReader::from_vec("t", f).unwrap());
         assert_eq!(all.len(), 5);
@@ -410,5 +410,5 @@ fn read_fast_reads_nothing_from_pcapng() {
     f.extend(ng_block(o, 1, &idb));
     let mut r = PcapReader::from_vec("t", f).unwrap();
     assert!(r.is_pcapng());
-    assert_eq!(r.read_fast(64, |_: &[u8], _, _| true), 0);
+    assert_eq!(r.read_fast(64, |_, _, _| true), 0);
 }

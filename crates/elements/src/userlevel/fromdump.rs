@@ -508,7 +508,7 @@ impl Shared {
         let mut left = WALK;
         while left > 0 {
             let shares = &mut shares[..];
-            left -= reader.read_fast(left, Sharer { shares, base, kind });
+            left -= reader.read_fast_with(left, Sharer { shares, base, kind });
             if left == 0 {
                 break;
             }
@@ -749,7 +749,7 @@ impl FromDump {
                     // Runs of ordinary classic records, then one record
                     // through the general path (an unusual record, an
                     // error, the end of the file, or any pcapng record).
-                    reader.read_fast(w.room(), |d: &[u8], ts: u64, orig_len: u32| {
+                    reader.read_fast(w.room(), |d, ts, orig_len| {
                         bytes += d.len() as u64;
                         w.push(
                             d.as_ptr(),

@@ -329,7 +329,14 @@ impl PcapReader {
     ///
     /// The byte order and the format are chosen once per call, not per record.
     #[inline]
-    pub fn read_fast(&mut self, max: usize, mut f: impl RecordSink) -> usize {
+    pub fn read_fast(&mut self, max: usize, f: impl FnMut(&[u8], u64, u32) -> bool) -> usize {
+        self.read_fast_with(max, f)
+    }
+
+    /// [`read_fast`](Self::read_fast) handing the records to a [`RecordSink`] (one whose
+    /// `record` is `#[inline(always)]` is compiled into the loop).
+    #[inline]
+    pub fn read_fast_with(&mut self, max: usize, mut f: impl RecordSink) -> usize {
         let PcapReader {
             backing,
             pos,
@@ -447,7 +454,7 @@ fn classic_next<'a, const BIG: bool>(
     }
 }
 
-/// What [`PcapReader::read_fast`] hands each record to: a closure
+/// What [`PcapReader::read_fast_with`] hands each record to: a closure
 /// `FnMut(data, timestamp_ns, orig_len) -> bool`, or a type whose `record`
 /// is marked `#[inline(always)]` so that it is compiled into the reader's
 /// loop (a closure is called from the loop's two byte-order instances,

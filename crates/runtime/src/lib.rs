@@ -11,6 +11,7 @@ pub use batch::{Batch, DEFAULT_BURST, MAX_BATCH};
 pub use packet::{Packet, HEADROOM};
 pub mod element;
 pub mod flow;
+pub mod mem;
 pub mod ports;
 pub mod registry;
 pub mod ring;

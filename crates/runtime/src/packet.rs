@@ -115,22 +115,9 @@ fn block_layout(area: usize) -> std::alloc::Layout {
 /// page, about half the CPU time of starting a short run.
 fn slab_memory(layout: std::alloc::Layout) -> *mut u8 {
     #[cfg(unix)]
-    {
-        // SAFETY: a new private anonymous mapping; no existing memory
-        // changes. Page-aligned, which covers the layout's alignment.
-        let p = unsafe {
-            libc::mmap(
-                ptr::null_mut(),
-                layout.size(),
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-                -1,
-                0,
-            )
-        };
-        if p != libc::MAP_FAILED {
-            return p as *mut u8;
-        }
+    if let Some(p) = crate::mem::map_anonymous(layout.size()) {
+        // Page-aligned, which covers the layout's alignment.
+        return p.as_ptr();
     }
     // SAFETY: non-zero size layout.
     unsafe { std::alloc::alloc_zeroed(layout) }

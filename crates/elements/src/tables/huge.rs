@@ -2,8 +2,6 @@
 //! index at random: a lookup then costs a cache miss, not also a TLB miss
 //! and a page walk. Shared by the cuckoo tables, LPM and FlowAggregator.
 
-use std::mem::MaybeUninit;
-
 /// Give `advice` (`MADV_HUGEPAGE`, `MADV_COLLAPSE`) for the whole 2 MiB
 /// pages inside `bytes` bytes from `start`, memory the caller owns.
 #[cfg(target_os = "linux")]
@@ -60,8 +58,6 @@ unsafe impl Zeroed for u64 {}
 pub(crate) struct Huge<T: Zeroed> {
     ptr: std::ptr::NonNull<T>,
     len: usize,
-    /// Mapped by [`map_zeroed`] (else from the allocator).
-    mapped: bool,
 }
 
 /// A fresh anonymous mapping of `bytes` (a multiple of 2 MiB) starting at
@@ -76,27 +72,14 @@ pub(crate) struct Huge<T: Zeroed> {
 fn map_zeroed(bytes: usize) -> Option<std::ptr::NonNull<u8>> {
     const HUGE: usize = 2 << 20;
     let span = bytes.checked_add(HUGE)?;
-    // SAFETY: a new private anonymous mapping; no existing memory changes.
-    let p = unsafe {
-        libc::mmap(
-            std::ptr::null_mut(),
-            span,
-            libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-            -1,
-            0,
-        )
-    };
-    if p == libc::MAP_FAILED {
-        return None;
-    }
+    let p = linerate_runtime::mem::map_anonymous(span)?.as_ptr();
     let (start, a) = (p as usize, (p as usize).next_multiple_of(HUGE));
     // SAFETY: the head and tail trimmed here lie inside the mapping just
     // made and are not used; the advice only changes how the kept range is
     // backed (all of it is zero either way).
     unsafe {
         if a > start {
-            libc::munmap(p, a - start);
+            libc::munmap(p as *mut libc::c_void, a - start);
         }
         if start + span > a + bytes {
             libc::munmap((a + bytes) as *mut libc::c_void, start + span - (a + bytes));
@@ -122,47 +105,35 @@ impl<T: Zeroed> Huge<T> {
         (bytes > 0).then(|| l.expect("table too large"))
     }
 
+    /// Whether an allocation of layout `l` is a [`map_zeroed`] mapping (on
+    /// Linux, every one of 1 MiB or more) rather than the allocator's.
+    fn mapped(l: std::alloc::Layout) -> bool {
+        cfg!(target_os = "linux") && l.align() == Self::PAGE
+    }
+
     /// `len` all-zero entries.
     pub(crate) fn new(len: usize) -> Huge<T> {
         let Some(l) = Self::layout(len) else {
             return Huge {
                 ptr: std::ptr::NonNull::dangling(),
                 len,
-                mapped: false,
             };
         };
         #[cfg(target_os = "linux")]
-        if l.align() == Self::PAGE {
-            if let Some(p) = map_zeroed(l.size()) {
-                return Huge {
-                    ptr: p.cast(),
-                    len,
-                    mapped: true,
-                };
-            }
-        }
+        let p = if Self::mapped(l) {
+            map_zeroed(l.size()).map_or(std::ptr::null_mut(), |p| p.as_ptr())
+        } else {
+            // SAFETY: `l` has a non-zero size.
+            unsafe { std::alloc::alloc_zeroed(l) }
+        };
+        #[cfg(not(target_os = "linux"))]
         // SAFETY: `l` has a non-zero size.
-        let p = unsafe { std::alloc::alloc(l) };
+        let p = unsafe { std::alloc::alloc_zeroed(l) };
         let Some(ptr) = std::ptr::NonNull::new(p as *mut T) else {
             std::alloc::handle_alloc_error(l)
         };
-        // SAFETY: the allocation holds `l.size()` bytes; the slice of
-        // `MaybeUninit` bytes reads none of them (the advice only changes
-        // the pages backing it).
-        let raw = unsafe { std::slice::from_raw_parts(p as *const MaybeUninit<u8>, l.size()) };
-        huge_pages(raw, false);
-        // SAFETY: `len` entries fit in the allocation, aligned for `T`;
-        // all-zero bytes are a valid `T` (`Zeroed`).
-        unsafe { std::ptr::write_bytes(ptr.as_ptr(), 0, len) };
-        let v = Huge {
-            ptr,
-            len,
-            mapped: false,
-        };
-        // Memory the allocator had mapped before keeps its 4 KiB pages
-        // unless collapsed now.
-        huge_pages(&v, true);
-        v
+        // All-zero bytes are a valid `T` (`Zeroed`).
+        Huge { ptr, len }
     }
 }
 
@@ -188,7 +159,7 @@ impl<T: Zeroed> Drop for Huge<T> {
             return;
         };
         #[cfg(target_os = "linux")]
-        if self.mapped {
+        if Self::mapped(l) {
             // SAFETY: mapped by `map_zeroed` with this size; the entries
             // are not used after this.
             unsafe { libc::munmap(self.ptr.as_ptr() as *mut libc::c_void, l.size()) };

@@ -623,7 +623,7 @@ impl MaskTable {
             // A key is in at most one slot: an equal key anywhere in the
             // group is the answer, even past an empty slot.
             let (mut c, empty) = if V4 {
-                // SAFETY: `V4` only in `lookup_batch_avx512`.
+                // SAFETY: `V4` only in `search_avx512`.
                 unsafe { lanes_equal_avx512(g, t) }
             } else {
                 (lanes_equal(g, t), lanes_equal(g, 0))
@@ -1138,13 +1138,34 @@ impl Tcam {
 
     /// `lookup_batch` over any number of keys, 256 at a time.
     fn search(&self, keys: &[Words], s: &mut Scratch, out: &mut [u32]) {
+        #[cfg(target_arch = "x86_64")]
+        if self.avx512 {
+            // SAFETY: `avx512` is set only where the CPU has the features.
+            return unsafe { self.search_avx512(keys, s, out) };
+        }
+        self.search_with::<false>(keys, s, out);
+    }
+
+    /// [`search`](Self::search) compiled for AVX-512.
+    ///
+    /// # Safety
+    /// The CPU must have AVX-512 F, BW and VL.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,bmi1,bmi2,lzcnt,popcnt")]
+    unsafe fn search_avx512(&self, keys: &[Words], s: &mut Scratch, out: &mut [u32]) {
+        self.search_with::<true>(keys, s, out);
+    }
+
+    /// [`search`](Self::search); `V4`: inlined into its AVX-512 version.
+    #[inline(always)]
+    fn search_with<const V4: bool>(&self, keys: &[Words], s: &mut Scratch, out: &mut [u32]) {
         let n = keys.len();
         s.hashes.resize(n, 0);
         s.ranks.resize(n, 0);
         s.live.resize(256, 0);
         for c in (0..n).step_by(256) {
             let e = (c + 256).min(n);
-            self.lookup_batch(
+            self.lookup_batch::<V4>(
                 &keys[c..e],
                 &mut s.hashes[c..e],
                 &mut s.ranks[c..e],
@@ -1170,44 +1191,10 @@ impl Tcam {
 
     /// Tuple space search over a batch of packed keys: `ranks[i]` is the
     /// best rank (0: no match) and `out[i]` its output. `hashes` and `live`
-    /// are scratch arrays of the same length.
-    fn lookup_batch(
-        &self,
-        keys: &[Words],
-        hashes: &mut [u64],
-        ranks: &mut [u64],
-        out: &mut [u32],
-        live: &mut [u8],
-    ) {
-        #[cfg(target_arch = "x86_64")]
-        if self.avx512 {
-            // SAFETY: `avx512` is set only where the CPU has the features.
-            return unsafe { self.lookup_batch_avx512(keys, hashes, ranks, out, live) };
-        }
-        self.lookup_batch_with::<false>(keys, hashes, ranks, out, live);
-    }
-
-    /// [`lookup_batch`](Self::lookup_batch) compiled for AVX-512.
-    ///
-    /// # Safety
-    /// The CPU must have AVX-512 F, BW and VL.
-    #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,bmi1,bmi2,lzcnt,popcnt")]
-    unsafe fn lookup_batch_avx512(
-        &self,
-        keys: &[Words],
-        hashes: &mut [u64],
-        ranks: &mut [u64],
-        out: &mut [u32],
-        live: &mut [u8],
-    ) {
-        self.lookup_batch_with::<true>(keys, hashes, ranks, out, live);
-    }
-
-    /// [`lookup_batch`](Self::lookup_batch); `V4`: inlined into its
-    /// AVX-512 version.
+    /// are scratch arrays of the same length. `V4`: inlined into the
+    /// AVX-512 search.
     #[inline(always)]
-    fn lookup_batch_with<const V4: bool>(
+    fn lookup_batch<const V4: bool>(
         &self,
         keys: &[Words],
         hashes: &mut [u64],
@@ -1222,7 +1209,7 @@ impl Tcam {
             // rank (`nl` never passes `i`, and `live` is as long as the
             // longest `ranks`, 256).
             let nl = if V4 {
-                // SAFETY: `V4` only in `lookup_batch_avx512`.
+                // SAFETY: `V4` only in `search_avx512`.
                 unsafe { live_avx512(ranks, t.bound, live) }
             } else {
                 let mut nl = 0;

@@ -157,12 +157,22 @@ fn cache_traffic(len: usize, frames: usize, hot: u32, hot_share: f64) -> Vec<Vec
         .collect()
 }
 
+/// The start of both FlowCache rows' classes: the element, its table
+/// (`path`) and `IMPL`, after `MarkIPHeader`; the rows differ in where its
+/// outputs go.
+fn flow_cache_input(path: &Path, imp: &str) -> String {
+    format!(
+        "input -> MarkIPHeader(14) -> fc :: FlowCache(LINES 16384, WAYS 4, FLOWS {ENTRIES}, FILE \"{}\", IMPL {imp});",
+        path.display()
+    )
+}
+
 fn flow_cache(dir: &Path) -> Case {
     let path: PathBuf = dir.join("flowcache-flows.txt");
     let class = |name: &str, imp: &str| {
         format!(
-            "elementclass {name} {{ input -> MarkIPHeader(14) -> fc :: FlowCache(LINES 16384, WAYS 4, FLOWS {ENTRIES}, FILE \"{}\", IMPL {imp}); fc[0] -> output; fc[1] -> [1]fc; }}\n",
-            path.display()
+            "elementclass {name} {{ {} fc[0] -> output; fc[1] -> [1]fc; }}\n",
+            flow_cache_input(&path, imp)
         )
     };
     Case {
@@ -198,8 +208,8 @@ fn flow_cache_fast_path(dir: &Path) -> Case {
     let warm: PathBuf = dir.join("flowcache-hot.pcap");
     let class = |name: &str, imp: &str| {
         format!(
-            "elementclass {name} {{ input -> MarkIPHeader(14) -> fc :: FlowCache(LINES 16384, WAYS 4, FLOWS {ENTRIES}, FILE \"{}\", IMPL {imp}); fc[0] -> [0]output; fc[1] -> [1]output; MemoryReplay(FILE \"{}\", COPY true, LIMIT {HOT_FLOWS}, STOP false) -> MarkIPHeader(14) -> [1]fc; }}\n",
-            path.display(),
+            "elementclass {name} {{ {} fc[0] -> [0]output; fc[1] -> [1]output; MemoryReplay(FILE \"{}\", COPY true, LIMIT {HOT_FLOWS}, STOP false) -> MarkIPHeader(14) -> [1]fc; }}\n",
+            flow_cache_input(&path, imp),
             warm.display()
         )
     };

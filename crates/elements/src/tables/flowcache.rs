@@ -345,6 +345,22 @@ impl Fast {
 }
 
 impl Table {
+    /// The line an install of an uncached key with hash `h` takes at
+    /// `clock`: a free line of its set (`true`), else the set's least
+    /// recently used one (`false`, its flow evicted).
+    fn slot_for(&self, h: u64, clock: u32) -> (usize, bool) {
+        let first = self.set_of(h);
+        let set = first..first + self.ways;
+        match set.clone().find(|&g| self.line(g).sig == 0) {
+            Some(g) => (g, true),
+            None => (
+                set.max_by_key(|&g| clock.wrapping_sub(self.line(g).age))
+                    .unwrap_or(first),
+                false,
+            ),
+        }
+    }
+
     #[inline(always)]
     fn line(&self, g: usize) -> Line {
         let (q, j) = (&self.meta[g / 4], g % 4);
@@ -569,22 +585,13 @@ impl Store for Fast {
         let g = match self.t.find(k, h) {
             Some(g) => g,
             None => {
-                let first = self.t.set_of(h);
-                let set = first..first + self.t.ways;
-                let g = match set.clone().find(|&g| self.t.line(g).sig == 0) {
-                    Some(g) => {
-                        self.t.cached += 1;
-                        g
-                    }
-                    None => {
-                        let g = set
-                            .max_by_key(|&g| clock.wrapping_sub(self.t.line(g).age))
-                            .unwrap_or(first);
-                        let old = self.t.line(g);
-                        seen[old.id as usize] = old.seen;
-                        g
-                    }
-                };
+                let (g, free) = self.t.slot_for(h, clock);
+                if free {
+                    self.t.cached += 1;
+                } else {
+                    let old = self.t.line(g);
+                    seen[old.id as usize] = old.seen;
+                }
                 self.t.keys[g] = *k;
                 g
             }
@@ -633,13 +640,11 @@ impl Store for Fast {
     }
 
     fn prefetch_victim(&self, k: &Key, h: u64, seen: &[u32]) {
-        let first = self.t.set_of(h);
-        let set = first..first + self.t.ways;
-        if self.t.find(k, h).is_some() || set.clone().any(|g| self.t.line(g).sig == 0) {
+        if self.t.find(k, h).is_some() {
             return;
         }
-        let clock = self.t.clock;
-        if let Some(g) = set.max_by_key(|&g| clock.wrapping_sub(self.t.line(g).age)) {
+        let (g, free) = self.t.slot_for(h, self.t.clock);
+        if !free {
             prefetch(seen.as_ptr().wrapping_add(self.t.line(g).id as usize));
         }
     }

@@ -60,24 +60,49 @@ pub(crate) struct Huge<T: Zeroed> {
     len: usize,
 }
 
-/// A fresh anonymous mapping of `bytes` (a multiple of 2 MiB) starting at
-/// a 2 MiB boundary, advised into huge pages and populated now: the
-/// kernel zero-fills its pages as it maps them, so nothing is written
-/// twice (the allocator's memory had to be zeroed again by `memset`, after
-/// the kernel had zeroed it on the first write), and no page faults are
-/// left for the first packets. `None` if the mapping fails; a kernel
-/// without `MADV_POPULATE_WRITE` (before Linux 5.14) leaves the pages to
-/// be faulted in on first use, still zero.
+/// A fresh anonymous mapping of `bytes` (a multiple of the page size),
+/// populated now: the kernel zero-fills its pages as it maps them, so
+/// nothing is written twice (the allocator's memory had to be zeroed again
+/// by `memset`, after the kernel had zeroed it on the first write), and no
+/// page faults are left for the first packets. With `huge` (`bytes` a
+/// multiple of 2 MiB) it starts at a 2 MiB boundary and is advised into
+/// huge pages first. `None` if the mapping fails; a kernel without
+/// `MADV_POPULATE_WRITE` (before Linux 5.14) leaves the pages to be
+/// faulted in on first use, still zero.
+///
+/// Populating matters for arrays below a huge page too: the allocator's
+/// fresh memory maps the shared zero page on a first read, and the first
+/// write after it is a copy-on-write fault whose TLB flush interrupts
+/// every other core running the process (in replicated mode, the other
+/// replicas: `do_wp_page` under `FlowAggregator`'s inserts was 1-2 % of a
+/// two-core run's samples).
+///
+/// With `old`, a huge mapping of this kind (address and size, less than
+/// `bytes`), its pages are moved to the head of the new mapping (`mremap`:
+/// page tables moved, nothing copied or zeroed again) and only the rest is
+/// populated; `old` is gone then, and untouched if this returns `None`.
 #[cfg(target_os = "linux")]
-fn map_zeroed(bytes: usize) -> Option<std::ptr::NonNull<u8>> {
+fn map_zeroed(
+    bytes: usize,
+    huge: bool,
+    old: Option<(*mut u8, usize)>,
+) -> Option<std::ptr::NonNull<u8>> {
     const HUGE: usize = 2 << 20;
-    let span = bytes.checked_add(HUGE)?;
+    let span = if huge {
+        bytes.checked_add(HUGE)?
+    } else {
+        bytes
+    };
     let p = linerate_runtime::mem::map_anonymous(span)?.as_ptr();
     let (start, a) = (p as usize, (p as usize).next_multiple_of(HUGE));
     // SAFETY: the head and tail trimmed here lie inside the mapping just
     // made and are not used; the advice only changes how the kept range is
     // backed (all of it is zero either way).
     unsafe {
+        if !huge {
+            libc::madvise(p as *mut libc::c_void, bytes, libc::MADV_POPULATE_WRITE);
+            return std::ptr::NonNull::new(p);
+        }
         if a > start {
             libc::munmap(p as *mut libc::c_void, a - start);
         }
@@ -85,19 +110,37 @@ fn map_zeroed(bytes: usize) -> Option<std::ptr::NonNull<u8>> {
             libc::munmap((a + bytes) as *mut libc::c_void, start + span - (a + bytes));
         }
         libc::madvise(a as *mut libc::c_void, bytes, libc::MADV_HUGEPAGE);
-        libc::madvise(a as *mut libc::c_void, bytes, libc::MADV_POPULATE_WRITE);
+        let mut fresh = a;
+        if let Some((o, n)) = old {
+            let flags = libc::MREMAP_MAYMOVE | libc::MREMAP_FIXED;
+            let to = a as *mut libc::c_void;
+            if libc::mremap(o as *mut libc::c_void, n, n, flags, to) == libc::MAP_FAILED {
+                libc::munmap(to, bytes);
+                return None;
+            }
+            fresh += n;
+        }
+        libc::madvise(
+            fresh as *mut libc::c_void,
+            a + bytes - fresh,
+            libc::MADV_POPULATE_WRITE,
+        );
     }
     std::ptr::NonNull::new(a as *mut u8)
 }
 
 impl<T: Zeroed> Huge<T> {
     const PAGE: usize = 2 << 20;
+    /// Arrays of this many bytes or more are fresh mappings.
+    const MAPPED: usize = 64 << 10;
 
     /// The allocation of `len` entries (`None` for no bytes).
     fn layout(len: usize) -> Option<std::alloc::Layout> {
         let bytes = len.checked_mul(std::mem::size_of::<T>())?;
         let align = if bytes >= Self::PAGE / 2 {
             Self::PAGE
+        } else if bytes >= Self::MAPPED {
+            4096
         } else {
             std::mem::align_of::<T>()
         };
@@ -106,9 +149,10 @@ impl<T: Zeroed> Huge<T> {
     }
 
     /// Whether an allocation of layout `l` is a [`map_zeroed`] mapping (on
-    /// Linux, every one of 1 MiB or more) rather than the allocator's.
+    /// Linux, every one of 64 KiB or more; from 1 MiB on, of huge pages)
+    /// rather than the allocator's.
     fn mapped(l: std::alloc::Layout) -> bool {
-        cfg!(target_os = "linux") && l.align() == Self::PAGE
+        cfg!(target_os = "linux") && l.size() >= Self::MAPPED
     }
 
     /// `len` all-zero entries.
@@ -121,7 +165,8 @@ impl<T: Zeroed> Huge<T> {
         };
         #[cfg(target_os = "linux")]
         let p = if Self::mapped(l) {
-            map_zeroed(l.size()).map_or(std::ptr::null_mut(), |p| p.as_ptr())
+            map_zeroed(l.size(), l.align() == Self::PAGE, None)
+                .map_or(std::ptr::null_mut(), |p| p.as_ptr())
         } else {
             // SAFETY: `l` has a non-zero size.
             unsafe { std::alloc::alloc_zeroed(l) }
@@ -134,6 +179,27 @@ impl<T: Zeroed> Huge<T> {
         };
         // All-zero bytes are a valid `T` (`Zeroed`).
         Huge { ptr, len }
+    }
+
+    /// Lengthen the array to `len` entries (at least as many as now), the
+    /// new ones zero. A huge mapping's pages move into the longer one
+    /// (see [`map_zeroed`]); anything else is copied.
+    pub(crate) fn grow(&mut self, len: usize) {
+        assert!(len >= self.len, "Huge::grow cannot shrink");
+        #[cfg(target_os = "linux")]
+        if let (Some(o), Some(l)) = (Self::layout(self.len), Self::layout(len)) {
+            if o.align() == Self::PAGE && l.align() == Self::PAGE {
+                let old = (self.ptr.as_ptr() as *mut u8, o.size());
+                if let Some(p) = map_zeroed(l.size(), true, Some(old)) {
+                    // The old mapping's pages are the new one's head.
+                    (self.ptr, self.len) = (p.cast(), len);
+                    return;
+                }
+            }
+        }
+        let mut v = Huge::new(len);
+        v[..self.len].copy_from_slice(self);
+        *self = v;
     }
 }
 
@@ -160,7 +226,8 @@ impl<T: Zeroed> Drop for Huge<T> {
         };
         #[cfg(target_os = "linux")]
         if Self::mapped(l) {
-            // SAFETY: mapped by `map_zeroed` with this size; the entries
+            // SAFETY: mapped by `map_zeroed` with this size (a huge one
+            // trimmed to it); the entries
             // are not used after this.
             unsafe { libc::munmap(self.ptr.as_ptr() as *mut libc::c_void, l.size()) };
             return;
@@ -177,23 +244,84 @@ unsafe impl<T: Zeroed + Send> Send for Huge<T> {}
 mod tests {
     use super::Huge;
 
+    /// Whether every page of `v` is mapped (`mincore`).
+    #[cfg(target_os = "linux")]
+    fn resident(v: &[u64]) -> bool {
+        let pages = (v.len() * 8).div_ceil(4096);
+        let mut vec = vec![0u8; pages];
+        // SAFETY: `v` is page-aligned here and spans `pages` pages; `vec`
+        // has a byte for each.
+        let r = unsafe {
+            libc::mincore(
+                v.as_ptr() as *mut libc::c_void,
+                v.len() * 8,
+                vec.as_mut_ptr(),
+            )
+        };
+        r == 0 && vec.iter().all(|&b| b & 1 == 1)
+    }
+
     #[test]
-    fn arrays_are_zeroed_and_large_ones_start_on_a_2_mib_boundary() {
+    fn arrays_are_zeroed_and_mapped_ones_start_on_a_page_boundary() {
         // Small (allocator) and large (mapped) arrays, each written all
         // over, dropped and made again: a new one is zero, whatever memory
         // it reuses.
-        for len in [1usize, 1000, (1 << 20) / 8, (3 << 20) / 8 + 5] {
+        for len in [
+            1usize,
+            1000,
+            (64 << 10) / 8,
+            (1 << 20) / 8 - 1,
+            (1 << 20) / 8,
+            (3 << 20) / 8 + 5,
+        ] {
             for _ in 0..3 {
                 let mut v = Huge::<u64>::new(len);
                 assert_eq!(v.len(), len);
+                #[cfg(target_os = "linux")]
+                if len * 8 >= 64 << 10 {
+                    assert!(resident(&v), "len {len}: mapped arrays are populated");
+                }
                 assert!(v.iter().all(|&x| x == 0), "len {len}");
                 if len * 8 >= 1 << 20 {
                     assert_eq!(v.as_ptr() as usize % (2 << 20), 0, "len {len}");
+                } else if len * 8 >= 64 << 10 {
+                    assert_eq!(v.as_ptr() as usize % 4096, 0, "len {len}");
                 }
                 v.fill(u64::MAX);
                 assert_eq!(v[len - 1], u64::MAX);
             }
         }
         assert!(Huge::<u64>::new(0).is_empty());
+    }
+
+    #[test]
+    fn grown_arrays_keep_their_entries_and_add_zeros() {
+        // From nothing, within the allocator, from the allocator to a
+        // mapping, from a mapping to a larger one (moved), twice.
+        let lens = [
+            0usize,
+            3,
+            1000,
+            (1 << 20) / 8,
+            (3 << 20) / 8 + 5,
+            (8 << 20) / 8,
+        ];
+        let mut v = Huge::<u64>::new(0);
+        for w in lens.windows(2) {
+            v.grow(w[1]);
+            assert_eq!(v.len(), w[1]);
+            for (i, &x) in v.iter().enumerate() {
+                let want = if i < w[0] { i as u64 * 7 + 1 } else { 0 };
+                assert_eq!(x, want, "grown {} -> {}: entry {i}", w[0], w[1]);
+            }
+            for (i, x) in v.iter_mut().enumerate() {
+                *x = i as u64 * 7 + 1;
+            }
+            if w[1] * 8 >= 1 << 20 {
+                assert_eq!(v.as_ptr() as usize % (2 << 20), 0);
+                #[cfg(target_os = "linux")]
+                assert!(resident(&v));
+            }
+        }
     }
 }

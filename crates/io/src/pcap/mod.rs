@@ -5,7 +5,7 @@
 //! # Reading
 //!
 //! [`PcapReader::open`] memory-maps a regular file (`memmap2`, with sequential
-//! read-ahead advice), or reads it fully into memory when it cannot be mapped (`-` for
+//! read-ahead and, on Linux, huge-page advice), or reads it fully into memory when it cannot be mapped (`-` for
 //! standard input, pipes, character devices). A file that starts with the gzip magic
 //! (`1f 8b`, whatever its name, so `.gz` files included) is decompressed with `flate2`
 //! into memory first. [`PcapReader::from_vec`] parses bytes already in memory.

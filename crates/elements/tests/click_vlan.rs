@@ -147,6 +147,29 @@ fn encap_argument_errors() {
 }
 
 #[test]
+fn encap_drops_short_frames_among_others_in_every_mode() {
+    // Short frames between full ones, in one batch: passed over by the tag
+    // loops (fixed tag, annotation) or the untagged native VLAN, dropped
+    // and counted, the rest in order.
+    let frames = [plain(), vec![1u8; 11], plain(), vec![2u8; 5], plain()];
+    let tag9 = tagged([0x81, 0x00], [0x00, 0x09]);
+    for (name, elems, want) in [
+        ("short-fixed", "e :: VLANEncap(VLAN_ID 9)", tag9),
+        // The annotation is 0 here: the native VLAN, so untagged.
+        ("short-anno", "e :: VLANEncap(ANNO)", plain()),
+        (
+            "short-native",
+            "e :: VLANEncap(VLAN_ID 7, NATIVE_VLAN 7)",
+            plain(),
+        ),
+    ] {
+        let (r, out) = through(name, elems, &frames);
+        assert_eq!(out, vec![want; 3], "{elems}");
+        assert_eq!(read(&r, "e.drops"), "2", "{elems}");
+    }
+}
+
+#[test]
 fn decap_strips_the_tag_and_encap_anno_restores_it() {
     let t = tagged([0x81, 0x00], [0xa0, 0x2a]);
     let (_, out) = through("decap", "VLANDecap", &[t.clone(), plain()]);

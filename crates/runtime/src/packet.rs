@@ -76,6 +76,11 @@ const _: () = assert!(
     "init_meta packs fields for little-endian targets"
 );
 const _: () = assert!(std::mem::offset_of!(Meta, anno) == 64);
+const _: () = assert!(
+    std::mem::offset_of!(Anno, network_header) == 12
+        && std::mem::offset_of!(Anno, transport_header) == 14
+        && NO_HEADER == u16::MAX
+);
 
 struct SendPtr(*mut Meta);
 // SAFETY: free blocks are plain memory owned by the pool; moving their
@@ -513,11 +518,31 @@ impl Packet {
     /// (the first push on a packet read from a trace or replayed from
     /// memory, e.g. VLANEncap's): 193.9 to 175.7 instructions a packet at
     /// the performance model's C point (session 11).
+    ///
+    /// It pushes the `n` bytes too and returns the data, so that
+    /// [`push_mut`](Self::push_mut)'s caller has it in registers instead
+    /// of reading the moved metadata back.
     #[inline(never)]
-    fn unshare_for_push(&mut self, n: usize) {
+    fn unshare_for_push(&mut self, n: usize) -> &mut [u8] {
         if !self.view_into_own_block(n) {
-            self.make_unique(n.max(HEADROOM), 0);
+            // A tail call: the leaf above saves no registers.
+            return self.make_unique_for_push(n);
         }
+        // SAFETY: the buffer is now the packet's own with `n` bytes of
+        // headroom.
+        unsafe { self.push_within(n) };
+        self.data_mut_unchecked()
+    }
+
+    /// [`unshare_for_push`](Self::unshare_for_push) for everything but an
+    /// external view: [`make_unique`](Self::make_unique), then the push.
+    #[inline(never)]
+    fn make_unique_for_push(&mut self, n: usize) -> &mut [u8] {
+        self.make_unique(n.max(HEADROOM), 0);
+        // SAFETY: the buffer is now the packet's own with `n` bytes of
+        // headroom.
+        unsafe { self.push_within(n) };
+        self.data_mut_unchecked()
     }
 
     /// If the packet is an external view whose data (with [`HEADROOM`]
@@ -527,14 +552,17 @@ impl Packet {
     fn view_into_own_block(&mut self, n: usize) -> bool {
         let m = self.m.as_ptr();
         // SAFETY: the handle owns its live block.
-        let (view, pool, len) = unsafe {
+        // `kind` and `external` (0 or 1) are adjacent bytes (see the layout
+        // assertions): an external pool block is one 16-bit value.
+        let (view, len) = unsafe {
             (
-                (*m).external != 0 && (*m).owner.is_null(),
-                (*m).kind == KIND_POOL,
+                (ptr::addr_of!((*m).kind) as *const u16).read()
+                    == u16::from_le_bytes([KIND_POOL, 1])
+                    && (*m).owner.is_null(),
                 (*m).len as usize,
             )
         };
-        if view && pool && n <= HEADROOM && HEADROOM + len <= AREA {
+        if view && n <= HEADROOM && HEADROOM + len <= AREA {
             // SAFETY: the block is ours; its area is unused and does not
             // overlap the external data being copied.
             unsafe { self.copy_into_own_block(HEADROOM) };
@@ -559,7 +587,12 @@ impl Packet {
         let keep = old_hr.min(hr);
         copy_chunked((*m).data.sub(keep), area.add(hr - keep), keep + len);
         let a = &mut (*m).anno;
-        if let Some(up) = hr.checked_sub(old_hr) {
+        // The two offsets are adjacent u16s (see the layout assertions):
+        // whether either is set is one 32-bit test.
+        if (ptr::addr_of!(a.network_header) as *const u32).read() == u32::MAX {
+            // Neither set (a packet no element has parsed yet, as every
+            // view fresh from its source): nothing to move.
+        } else if let Some(up) = hr.checked_sub(old_hr) {
             // Moved away from the head (the usual case): an offset past
             // the field's range, [`NO_HEADER`] included, becomes unset.
             let shift = |h: u16| (usize::from(h) + up).min(usize::from(NO_HEADER)) as u16;
@@ -628,12 +661,7 @@ impl Packet {
     /// if reallocated) and must be written by the caller.
     #[inline]
     pub fn push(&mut self, n: usize) {
-        if self.is_shared() || self.headroom() < n {
-            self.unshare_for_push(n);
-        }
-        // SAFETY: the buffer is the packet's own and holds `n` bytes of
-        // headroom (it did, or `unshare_for_push` made it so).
-        unsafe { self.push_within(n) };
+        self.push_mut(n);
     }
 
     /// Moves the data's start `n` bytes back into the headroom.
@@ -653,7 +681,12 @@ impl Packet {
     /// [`data_mut`](Self::data_mut).
     #[inline]
     pub fn push_mut(&mut self, n: usize) -> &mut [u8] {
-        self.push(n);
+        if self.is_shared() || self.headroom() < n {
+            return self.unshare_for_push(n);
+        }
+        // SAFETY: the buffer is the packet's own and holds `n` bytes of
+        // headroom.
+        unsafe { self.push_within(n) };
         self.data_mut_unchecked()
     }
 
@@ -1298,6 +1331,45 @@ mod tests {
             }
         }
         assert!(src.iter().enumerate().all(|(i, &b)| b == (i * 7 + 3) as u8));
+    }
+
+    #[test]
+    fn unsharing_a_view_moves_exactly_the_header_offsets_that_are_set() {
+        // Each of the two offsets set or not (the copy tests both at once
+        // and moves nothing when neither is set), by a push and by a first
+        // write, with and without a stripped header in front.
+        static F: [u8; 64] = [5; 64];
+        for (net, tr) in [
+            (None, None),
+            (Some(14), None),
+            (None, Some(34)),
+            (Some(14), Some(34)),
+        ] {
+            for strip in [0usize, 6] {
+                for push in [0usize, 4] {
+                    // SAFETY: static frame.
+                    let mut p = unsafe { with_pool(|pool| pool.view(&F, 0)) };
+                    p.pull(strip);
+                    let at = |o: Option<isize>| o.map(|o| o - strip as isize);
+                    if let Some(o) = at(net) {
+                        p.set_network_header(o);
+                    }
+                    if let Some(o) = at(tr) {
+                        p.set_transport_header(o);
+                    }
+                    if push == 0 {
+                        p.data_mut()[0] = 1;
+                    } else {
+                        p.push_mut(push)[0] = 1;
+                    }
+                    assert!(!p.is_shared());
+                    let want = |o: Option<isize>| at(o).map(|o| o + push as isize);
+                    let case = format!("{net:?} {tr:?} strip {strip} push {push}");
+                    assert_eq!(p.network_header_offset(), want(net), "{case}");
+                    assert_eq!(p.transport_header_offset(), want(tr), "{case}");
+                }
+            }
+        }
     }
 
     #[test]

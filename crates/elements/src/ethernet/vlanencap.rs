@@ -141,19 +141,26 @@ pub(crate) fn insert_tag(p: &mut linerate_runtime::Packet, tpid: u16, tci: u16) 
     let d = &mut p.push_mut(4)[..16];
     let macs: [u8; 12] = d[4..16].try_into().expect("12 bytes");
     d[..12].copy_from_slice(&macs);
-    d[12..14].copy_from_slice(&tpid.to_be_bytes());
-    d[14..16].copy_from_slice(&tci.to_be_bytes());
+    // The tag as one 4-byte value (one store; a loop with a fixed tag
+    // computes it once).
+    let tag = u32::from(tpid) << 16 | u32::from(tci);
+    d[12..16].copy_from_slice(&tag.to_be_bytes());
 }
 
 impl Element for VlanEncap {
     #[inline]
     fn action(&mut self, mut batch: Batch, _ctx: &mut Ctx<'_>) -> Batch {
         let c = self.c;
-        if batch.iter().any(|p| p.len() < 12) {
-            self.drops += batch.retain(|p| p.len() >= 12) as u64;
-        }
+        // Packets too short for the addresses are passed over by the tag
+        // loops and dropped after them (a tagged packet is never short), so
+        // the usual batch, with none, is read once.
+        let mut short = false;
         if c.use_anno {
             for p in batch.iter_mut() {
+                if p.len() < 12 {
+                    short = true;
+                    continue;
+                }
                 let tci = p.anno().u16(offsets::VLAN_TCI);
                 if i32::from(tci & 0xFFF) != c.native {
                     insert_tag(p, c.ethertype, tci);
@@ -162,8 +169,17 @@ impl Element for VlanEncap {
         } else if i32::from(c.tci & 0xFFF) != c.native {
             // One tag for every packet: the loop is the tag insertion alone.
             for p in batch.iter_mut() {
+                if p.len() < 12 {
+                    short = true;
+                    continue;
+                }
                 insert_tag(p, c.ethertype, c.tci);
             }
+        } else {
+            short = batch.iter().any(|p| p.len() < 12);
+        }
+        if short {
+            self.drops += batch.retain(|p| p.len() >= 12) as u64;
         }
         batch
     }

@@ -291,10 +291,13 @@ impl MemoryReplay {
                     let (mut next, mut bytes) = (next, 0u64);
                     pool.views_with(n, out, |w| {
                         let mut frame = base.add(next * stride);
-                        for _ in 0..n {
+                        // The writer's room test is the loop's: `n` views.
+                        loop {
                             let len = *lens.get_unchecked(next) as usize;
+                            if !w.push(frame, len, ts, 0) {
+                                break;
+                            }
                             bytes += len as u64;
-                            w.push(frame, len, ts, 0);
                             next += 1;
                             frame = frame.add(stride);
                             if next == nframes {

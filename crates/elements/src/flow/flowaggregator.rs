@@ -86,12 +86,7 @@
 //! fixed-size zeroed arrays that start at a 2 MiB boundary and ask for
 //! 2 MiB pages (a random access to 20 MB of flows otherwise costs a
 //! longer page walk as well as the cache miss); growing makes a new index
-//! and moves the slab's pages into a longer one (no copy). Both are made at
-//! the first batch, on the thread that runs the element: in replicated
-//! mode the replicas zero their tables in parallel (at configuration, on
-//! one thread, that was 2-8 ms of the start of a run with two replicas),
-//! and on a machine with several memory nodes each table sits on its
-//! replica's node. As `Vec`s they started wherever the allocator put them: a
+//! and moves the slab's pages into a longer one (no copy). As `Vec`s they started wherever the allocator put them: a
 //! 2 MiB index inside the heap got no huge page at all and a grown slab
 //! only part (session 9: 6-9 cycles a microflow fewer, 129-145 instead of
 //! 138-156 with 100,000 flows; instructions unchanged). Under this VM a
@@ -480,9 +475,6 @@ struct Fast {
     /// empty.
     index: Huge<u64>,
     mask: usize,
-    /// The index's length when made (at the first batch, see
-    /// Implementation).
-    cap: usize,
     len: usize,
     /// The slab: room for as many flows as the index may hold; the first
     /// `used` have been handed out.
@@ -571,11 +563,10 @@ fn make(ctx: &ConfigureCtx<'_>) -> Result<Box<dyn Element>, Vec<String>> {
     let cap = capacity.clamp(16, 1 << 30).next_power_of_two();
     let table = match imp.as_str() {
         "fast" => Table::Fast(Box::new(Fast {
-            index: Huge::new(0),
-            mask: 0,
-            cap,
+            index: Huge::new(cap),
+            mask: cap - 1,
             len: 0,
-            flows: Huge::new(0),
+            flows: Huge::new(cap / 2),
             used: 0,
             free: Vec::new(),
             heap: BinaryHeap::new(),
@@ -745,13 +736,12 @@ impl Fast {
         self.index[i] = e;
     }
 
-    /// Double the index (make the first, of `cap` slots) and re-place every
-    /// entry by its tag (the index stays within 2^32 slots, where the tag
-    /// holds the home: its flows would take hundreds of GiB); make room for
-    /// as many flows as the index may hold (the slab's pages move, see
-    /// [`Huge::grow`]).
+    /// Double the index and re-place every entry by its tag (the index
+    /// stays within 2^32 slots, where the tag holds the home: its flows
+    /// would take hundreds of GiB); make room for as many flows as the
+    /// index may hold (the slab's pages move, see [`Huge::grow`]).
     fn grow(&mut self) {
-        let n = (self.index.len() * 2).max(self.cap);
+        let n = self.index.len() * 2;
         let live: Vec<u64> = self.index.iter().copied().filter(|&e| e != 0).collect();
         self.flows.grow(n / 2);
         self.index = Huge::new(n);
@@ -1132,12 +1122,7 @@ impl Element for FlowAggregator {
         let cfg = self.cfg;
         // Pass 1: check and hash every record (reading its key only).
         let mut scratch = match &mut self.table {
-            Table::Fast(f) => {
-                if f.index.is_empty() {
-                    f.grow();
-                }
-                std::mem::take(&mut f.scratch)
-            }
+            Table::Fast(f) => std::mem::take(&mut f.scratch),
             Table::Reference(_) => Vec::new(),
         };
         let pkts = batch.as_slice();

@@ -86,10 +86,11 @@
 //! fixed-size zeroed arrays that start at a 2 MiB boundary and ask for
 //! 2 MiB pages (a random access to 20 MB of flows otherwise costs a
 //! longer page walk as well as the cache miss); growing makes a new index
-//! and moves the slab's pages into a longer one (no copy). As `Vec`s they started wherever the allocator put them: a
-//! 2 MiB index inside the heap got no huge page at all and a grown slab
-//! only part (session 9: 6-9 cycles a microflow fewer, 129-145 instead of
-//! 138-156 with 100,000 flows; instructions unchanged). Under this VM a
+//! and moves the slab's pages into a longer one (no copy). As `Vec`s they
+//! started wherever the allocator put them: a 2 MiB index inside the heap
+//! got no huge page at all and a grown slab only part (session 9: 6-9
+//! cycles a microflow fewer, 129-145 instead of 138-156 with 100,000
+//! flows; instructions unchanged). Under this VM a
 //! microflow still takes about 0.5 TLB misses that need a page walk (the
 //! host maps guest memory with small pages). Tried and dropped (session
 //! 9): one-way flows in 128 bytes (key and forward counters; a biflow's

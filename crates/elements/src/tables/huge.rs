@@ -227,8 +227,7 @@ impl<T: Zeroed> Drop for Huge<T> {
         #[cfg(target_os = "linux")]
         if Self::mapped(l) {
             // SAFETY: mapped by `map_zeroed` with this size (a huge one
-            // trimmed to it); the entries
-            // are not used after this.
+            // trimmed to it); the entries are not used after this.
             unsafe { libc::munmap(self.ptr.as_ptr() as *mut libc::c_void, l.size()) };
             return;
         }

@@ -214,13 +214,11 @@ fn flow_cache_fast_path(dir: &Path) -> Case {
         )
     };
     Case {
-        element: "FlowCache",
         config: "FlowCacheFastPath".into(),
         what: "16K lines 4-way, 1M flows, 94.5 % hit, fast path alone (misses to output 1)".into(),
         reference: Some("FlowCacheFastPathRef".into()),
         prelude: class("FlowCacheFastPath", "fast") + &class("FlowCacheFastPathRef", "reference"),
         outputs: 2,
-        sizes: vec![64],
         frames: Box::new(move |len| {
             table_file(&path, flow_text);
             let (_, hot) = hot_rng(HOT_FLOWS);
@@ -233,9 +231,8 @@ fn flow_cache_fast_path(dir: &Path) -> Case {
             super::write_pcap(&warm, &frames).unwrap_or_else(|e| panic!("{}: {e}", warm.display()));
             cache_traffic(len, 1 << 18, HOT_FLOWS, HOT_SHARE)
         }),
-        per_byte: false,
-        scale: 1.0,
-        goal: Some(Goal::Mpps(80.0)),
+        // The element, frame size and goal of the row above.
+        ..flow_cache(dir)
     }
 }
 

@@ -77,6 +77,54 @@ fn memoryreplay_replays_a_file_round_robin() {
 }
 
 #[test]
+fn memoryreplay_copies_frames_larger_than_a_pool_buffer() {
+    // A 2,000-byte frame does not fit a pool buffer after its headroom: with
+    // COPY true the replay then copies each frame into a heap buffer, and
+    // the frames that do fit still come out exact.
+    let dir = std::env::temp_dir();
+    let input = dir.join(format!("linerate-replay-big-{}.pcap", std::process::id()));
+    let out = dir.join(format!(
+        "linerate-replay-big-out-{}.pcap",
+        std::process::id()
+    ));
+    let big: Vec<u8> = (0..2000u32).map(|i| (i % 253) as u8).collect();
+    {
+        let mut w = linerate_io::pcap::PcapWriter::create(
+            &input,
+            linerate_io::pcap::LinkType::ETHERNET,
+            65535,
+            true,
+        )
+        .unwrap();
+        w.write(1, 60, &[1u8; 60]).unwrap();
+        w.write(2, 2000, &big).unwrap();
+        w.flush().unwrap();
+    }
+    let r = run(&format!(
+        "s :: MemoryReplay(FILE {}, COPY true, LIMIT 4, STOP true) -> VLANEncap(VLAN_ID 7) -> ToDump({}, SNAPLEN 4096);",
+        input.display(),
+        out.display()
+    ));
+    assert_eq!(read(&r, "s.count"), "4");
+    drop(r);
+    let mut rd = PcapReader::open(&out).unwrap();
+    let mut v = Vec::new();
+    while let Some(x) = rd.next_record() {
+        v.push(x.unwrap().data.to_vec());
+    }
+    std::fs::remove_file(&out).unwrap();
+    std::fs::remove_file(&input).unwrap();
+    let lens: Vec<usize> = v.iter().map(Vec::len).collect();
+    assert_eq!(lens, [64, 2004, 64, 2004]);
+    for f in [&v[1], &v[3]] {
+        assert_eq!(&f[..12], &big[..12]);
+        assert_eq!(&f[12..16], &[0x81, 0x00, 0x00, 0x07]);
+        assert_eq!(&f[16..], &big[12..]);
+    }
+    assert!(v[2][16..].iter().all(|&b| b == 1));
+}
+
+#[test]
 fn memoryreplay_frames_are_exact() {
     let out =
         std::env::temp_dir().join(format!("linerate-model-replay-{}.pcap", std::process::id()));

@@ -8,17 +8,19 @@
 //! ```
 //!
 //! with, for the `memory` I/O path, `MemoryReplay(LENGTH p, PACKETS 1024,
-//! LIMIT n, STOP true)` and `Discard`, and for the `pcap` path
+//! COPY true, LIMIT n, STOP true)` and `Discard`, and for the `pcap` path
 //! `FromDump(FILE, STOP true)` on a trace of 1,024 distinct frames repeated,
 //! and `ToDump(/dev/null)`.
 //!
 //! A run is timed with the monotonic clock around `Router::run`: from the
 //! first task run to the source stopping the router. That includes taking
-//! packets from the pool (and, for pcap, reading records from the mapped
-//! file), the graph's dispatch, ParseSteps, VLANEncap (whose 4-byte push
-//! copies the shared packet data into the packet's own buffer: the per-byte
-//! cost), and releasing (or writing) the packets. It excludes parsing and
-//! building the router and building the frames. Nothing is subtracted.
+//! packets from the pool and copying each frame into its packet's own
+//! buffer, as a NIC's receive DMA fills one (for pcap: reading records from
+//! the mapped file as zero-copy views, which VLANEncap's 4-byte push then
+//! copies into the packet's own buffer): the per-byte cost; the graph's
+//! dispatch, ParseSteps, VLANEncap, and releasing (or writing) the packets.
+//! It excludes parsing and building the router and building the frames.
+//! Nothing is subtracted.
 
 use crate::fit::{self, Obs};
 use crate::{stats, Machine, Model, Noise, Point, FORMAT};
@@ -287,6 +289,13 @@ pub fn write_trace(path: &Path, p: u64, n: u64) -> Result<(), String> {
     w.flush().map_err(err)
 }
 
+/// The `memory` I/O path's source for packet length `p` and `n` packets:
+/// 1,024 distinct frames, each copied into a pool buffer of its own as a
+/// NIC's receive DMA fills one (`COPY true`).
+fn memory_source(p: u64, n: u64) -> String {
+    format!("MemoryReplay(LENGTH {p}, PACKETS 1024, COPY true, LIMIT {n}, STOP true)")
+}
+
 /// The test network function's text for packet length `p`, `h` steps and
 /// `n` packets; `trace` is the pcap file for the pcap path.
 pub fn nf_text(io: Io, p: u64, h: u32, n: u64, trace: Option<&Path>) -> String {
@@ -295,10 +304,7 @@ pub fn nf_text(io: Io, p: u64, h: u32, n: u64, trace: Option<&Path>) -> String {
             format!("FromDump(\"{}\", STOP true)", t.display()),
             "ToDump(/dev/null)".to_string(),
         ),
-        _ => (
-            format!("MemoryReplay(LENGTH {p}, PACKETS 1024, LIMIT {n}, STOP true)"),
-            "Discard".to_string(),
-        ),
+        _ => (memory_source(p, n), "Discard".to_string()),
     };
     format!("src :: {src} -> ps :: ParseSteps({h}) -> VLANEncap(VLAN_ID 100) -> sink :: {sink};\n")
 }
@@ -522,9 +528,7 @@ pub fn measure_nf(
         let p = crate::ether::packet_len(frame).max(42);
         let src = |n: u64| -> Result<String, String> {
             Ok(match io {
-                Io::Memory => {
-                    format!("src :: MemoryReplay(LENGTH {p}, PACKETS 1024, LIMIT {n}, STOP true)")
-                }
+                Io::Memory => format!("src :: {}", memory_source(p, n)),
                 Io::Pcap => {
                     let path = scratch.0.join(format!("p{p}-{n}.pcap"));
                     if !path.exists() {

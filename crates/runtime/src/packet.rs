@@ -1040,6 +1040,69 @@ impl Pool<'_> {
     }
 }
 
+impl Pool<'_> {
+    /// Append up to `max` packets holding copies of frames, each in a pool
+    /// buffer of its own with [`HEADROOM`], written by `fill` through a
+    /// [`CopyWriter`]: what a NIC's receive DMA leaves, without
+    /// [`copy`](Self::copy)'s free-list bookkeeping and size test a packet
+    /// (the blocks are reserved as one slice, as for
+    /// [`views_with`](Self::views_with)). Returns the number appended.
+    #[inline]
+    pub fn copies_with(
+        &mut self,
+        max: usize,
+        out: &mut Vec<Packet>,
+        fill: impl FnOnce(&mut CopyWriter<'_, '_>),
+    ) -> usize {
+        // SAFETY: a CopyWriter writes no views, only fresh pool buffers.
+        unsafe { self.views_with(max, out, |w| fill(&mut CopyWriter { w })) }
+    }
+}
+
+/// The longest frame a [`CopyWriter`] takes: a pool block's data room
+/// after its [`HEADROOM`].
+pub const MAX_COPY: usize = AREA - HEADROOM;
+
+/// Writes copies of frames into blocks reserved by [`Pool::copies_with`].
+pub struct CopyWriter<'a, 'b> {
+    w: &'b mut ViewWriter<'a>,
+}
+
+impl CopyWriter<'_, '_> {
+    /// Write a packet holding a copy of the `len` bytes at `src`, with
+    /// timestamp `ts_ns`. False (and nothing written) when there is no room
+    /// left. The copy moves whole 64-byte lines, as a NIC's DMA writes
+    /// them: the bytes after `len` up to the end of its last line land in
+    /// the tailroom, whose contents are unspecified.
+    ///
+    /// # Safety
+    /// `len <= MAX_COPY`, and `src` is valid for reads of `len` rounded up
+    /// to a multiple of 64 bytes (at least 64).
+    #[inline(always)]
+    pub unsafe fn push(&mut self, src: *const u8, len: usize, ts_ns: u64) -> bool {
+        let w = &mut *self.w;
+        if w.n >= w.max {
+            return false;
+        }
+        let m = *w.top.sub(1 + w.n);
+        let head = (m as *mut u8).add(META_SIZE);
+        init_meta(
+            m,
+            head,
+            AREA as u32,
+            HEADROOM,
+            len as u32,
+            KIND_POOL,
+            false,
+            ts_ns,
+        );
+        copy_lines(src, head.add(HEADROOM), len);
+        w.dst.add(w.n).write(m);
+        w.n += 1;
+        true
+    }
+}
+
 /// Writes zero-copy views into blocks reserved by [`Pool::views_with`].
 pub struct ViewWriter<'a> {
     top: *const *mut Meta,
@@ -1161,6 +1224,32 @@ unsafe fn copy_chunked(src: *const u8, dst: *mut u8, len: usize) {
         for i in 0..len {
             *dst.add(i) = *src.add(i);
         }
+    }
+}
+
+/// Copy the 64-byte lines that hold `len` bytes (at least one line): one
+/// move of four 16-byte loads and stores for a frame of up to 64 bytes,
+/// with no length dispatch in front of it (`copy_chunked` picks a move
+/// size and works out a trip count first).
+///
+/// # Safety
+/// `src` and `dst` valid for `len` rounded up to a multiple of 64 bytes
+/// (at least 64), not overlapping.
+#[inline(always)]
+unsafe fn copy_lines(src: *const u8, dst: *mut u8, len: usize) {
+    /// Four 16-byte moves (a `[u8; 64]` value went through the stack).
+    #[inline(always)]
+    unsafe fn line(src: *const u8, dst: *mut u8) {
+        let (s, d) = (src as *const u128, dst as *mut u128);
+        for k in 0..4 {
+            ptr::write_unaligned(d.add(k), ptr::read_unaligned(s.add(k)));
+        }
+    }
+    line(src, dst);
+    let mut i = 64;
+    while i < len {
+        line(src.add(i), dst.add(i));
+        i += 64;
     }
 }
 
@@ -1444,6 +1533,58 @@ mod tests {
         b.vec_mut().extend(v);
         drop(b);
         assert_eq!(local_free_blocks(), free + 3);
+    }
+
+    #[test]
+    fn copies_with_fills_fresh_buffers_line_by_line() {
+        // Source frames in 64-byte slots (as MemoryReplay holds them), a
+        // byte pattern with no zeros so that a line not copied shows.
+        let src: Vec<u8> = (0..MAX_COPY + 64)
+            .map(|i| (i * 7 % 251 + 1) as u8)
+            .collect();
+        let lens = [1, 60, 64, 65, 128, 129, 1000, MAX_COPY];
+        let mut v = Vec::new();
+        // At least as many free blocks as below, so that no refill happens.
+        drop((0..10).map(|_| Packet::new(8)).collect::<Vec<_>>());
+        let before = local_free_blocks();
+        // SAFETY: the pool is used only through the closure's `pool`, and
+        // `src` holds every `len` rounded up to 64 bytes.
+        let n = unsafe {
+            with_pool(|pool| {
+                pool.copies_with(lens.len() + 2, &mut v, |w| {
+                    for (k, &len) in lens.iter().enumerate() {
+                        assert!(w.push(src.as_ptr(), len, k as u64));
+                    }
+                })
+            })
+        };
+        assert_eq!(n, lens.len());
+        // The two blocks reserved but not written went back to the cache.
+        assert_eq!(local_free_blocks() + lens.len(), before);
+        for (k, (p, &len)) in v.iter_mut().zip(&lens).enumerate() {
+            assert_eq!(p.data(), &src[..len], "length {len}");
+            assert_eq!(p.timestamp_ns(), k as u64);
+            assert!(!p.is_shared());
+            assert_eq!(p.network_header_offset(), None);
+            assert_eq!(p.headroom(), HEADROOM);
+            // A push writes in place, into the headroom.
+            let at = p.data().as_ptr() as usize;
+            p.push_mut(4)[..4].copy_from_slice(b"vlan");
+            assert_eq!(p.data().as_ptr() as usize, at - 4);
+            assert_eq!(&p.data()[4..], &src[..len]);
+        }
+        // A full writer refuses more copies.
+        let mut full = Vec::new();
+        // SAFETY: as above.
+        unsafe {
+            with_pool(|pool| {
+                pool.copies_with(1, &mut full, |w| {
+                    assert!(w.push(src.as_ptr(), 8, 0));
+                    assert!(!w.push(src.as_ptr(), 8, 0));
+                })
+            })
+        };
+        assert_eq!(full.len(), 1);
     }
 
     #[test]

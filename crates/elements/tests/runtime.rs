@@ -357,3 +357,57 @@ fn elements_call_handlers_on_their_thread() {
     r.run();
     assert_eq!(r.handle().call("p.seen", None).unwrap(), "1\n,1\n,1\n");
 }
+
+#[test]
+fn a_runs_elapsed_time_includes_the_end_of_run_flush() {
+    use linerate_runtime::{Batch, ConfigureCtx, Ctx, Element, ElementClass};
+    use std::time::Duration;
+    /// Takes 50 ms to flush, once (as a flow table exporting its flows).
+    struct SlowFlush {
+        flushed: bool,
+    }
+    impl Element for SlowFlush {
+        fn action(&mut self, b: Batch, _ctx: &mut Ctx<'_>) -> Batch {
+            b
+        }
+        fn flush(&mut self, _ctx: &mut Ctx<'_>) -> bool {
+            if !std::mem::replace(&mut self.flushed, true) {
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            false
+        }
+        fn as_any(&self) -> &dyn std::any::Any {
+            self
+        }
+    }
+    fn make(_: &ConfigureCtx<'_>) -> Result<Box<dyn Element>, Vec<String>> {
+        Ok(Box::new(SlowFlush { flushed: false }))
+    }
+    let mut reg = linerate_elements::registry();
+    reg.add(ElementClass {
+        name: "SlowFlush",
+        port_count: "1/1",
+        processing: "a/a",
+        doc: "",
+        make,
+    });
+    let c = config(
+        &reg,
+        "InfiniteSource(LIMIT 10, STOP true) -> SlowFlush -> Discard;",
+    );
+    // One thread, and two replicas (each flushes on its own thread).
+    for replicate in [false, true] {
+        let opts = RouterOptions {
+            threads: if replicate { 2 } else { 1 },
+            replicate,
+            ..RouterOptions::default()
+        };
+        let mut r = Router::build(&c, &reg, opts).unwrap();
+        let rep = r.run();
+        assert!(
+            rep.elapsed >= Duration::from_millis(50),
+            "replicate {replicate}: {:?}",
+            rep.elapsed
+        );
+    }
+}

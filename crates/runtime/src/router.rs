@@ -89,7 +89,8 @@ struct Unit {
 /// What a run did.
 #[derive(Debug, Clone)]
 pub struct RunReport {
-    /// Wall-clock duration of the run.
+    /// Wall-clock duration of the run, the elements' end-of-run flush
+    /// included.
     pub elapsed: Duration,
     /// Per-element runtime counters (summed over replicas).
     pub counters: Vec<ElemCounters>,
@@ -737,10 +738,13 @@ impl Router {
                     .collect()
             });
         }
-        let elapsed = start.elapsed();
         if units.len() == 1 || !self.shared.replicated {
             flush_all(&topo_order(&self.info), &mut units);
         }
+        // After the flush, as the replicas' threads include theirs: what
+        // elements do at the end of a run (a flow table exported, say) is
+        // part of the run.
+        let elapsed = start.elapsed();
         for u in units.iter_mut() {
             for c in u.graph.elems.iter().flatten() {
                 if let Ok(mut e) = c.try_borrow_mut() {

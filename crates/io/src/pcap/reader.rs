@@ -98,6 +98,10 @@ enum Format {
 pub struct PcapReader {
     backing: Backing,
     pos: usize,
+    /// End of the part of a mapped file mapped in ahead of the reader
+    /// ([`POPULATE`]); `usize::MAX` once the whole file is, or for a file
+    /// read into memory.
+    populated: usize,
     format: Format,
     link_type: LinkType,
     snaplen: u32,
@@ -135,6 +139,38 @@ fn word(h: &[u8; 16], at: usize, big_endian: bool) -> u32 {
     let mut w = [0u8; 4];
     w.copy_from_slice(&h[at..at + 4]);
     rd32(&w, big_endian)
+}
+
+/// A mapped file is mapped into the process (`MADV_POPULATE_READ`) this
+/// far ahead of the fast reader, in steps of this size, instead of page
+/// fault by page fault: on the 0.9 GB inet trace in the page cache, 12,000
+/// faults a one-core flowmon run, 16 ms of its kernel time.
+const POPULATE: usize = 32 << 20;
+
+fn populated_start(b: &Backing) -> usize {
+    match b {
+        Backing::Mapped(_) => 0,
+        _ => usize::MAX,
+    }
+}
+
+/// Populate the next [`POPULATE`] bytes of the mapping from `*populated`
+/// (or from `pos`, if the reader has passed it) and move `*populated` to
+/// their end; `usize::MAX` at the end of the file.
+#[cold]
+fn populate_ahead(b: &Backing, pos: usize, populated: &mut usize) {
+    let Backing::Mapped(map) = b else {
+        *populated = usize::MAX;
+        return;
+    };
+    let start = (*populated).max(pos / POPULATE * POPULATE);
+    let end = (start + POPULATE).min(map.len());
+    #[cfg(target_os = "linux")]
+    if start < end {
+        // Advice only: a kernel without it faults the pages in as before.
+        let _ = map.advise_range(memmap2::Advice::PopulateRead, start, end - start);
+    }
+    *populated = if end >= map.len() { usize::MAX } else { end };
 }
 
 impl PcapReader {
@@ -260,6 +296,7 @@ impl PcapReader {
             fast_max: snap_limit.min(MAX_CAPLEN),
         };
         Ok(PcapReader {
+            populated: populated_start(&backing),
             backing,
             pos: FILE_HEADER_LEN,
             format: Format::Classic(classic),
@@ -291,6 +328,7 @@ impl PcapReader {
             }
         };
         Ok(PcapReader {
+            populated: populated_start(&backing),
             pos: 0,
             format: Format::Ng(NgState::new()),
             link_type: first.link_type,
@@ -348,6 +386,7 @@ impl PcapReader {
         let PcapReader {
             backing,
             pos,
+            populated,
             format,
             stats,
             ..
@@ -355,6 +394,9 @@ impl PcapReader {
         let Format::Classic(c) = format else {
             return 0;
         };
+        if *pos + POPULATE > *populated {
+            populate_ahead(backing, *pos, populated);
+        }
         let data = bytes(backing);
         let n = if c.big_endian {
             classic_run::<true>(data, pos, c, max, &mut f)

@@ -56,11 +56,14 @@
 //! the read needs no bounds test (the offset is below the window's end by
 //! construction): 18.6 instructions and 5.6 cycles a step with 8 lanes,
 //! against 26.5 and 6.4 when every step recomputed both (same results,
-//! `lockstep_lanes_give_each_packets_own_state`). With `STEPS` above 0 the
-//! next chunk's windows are prefetched while a chunk steps (as a parser
-//! prefetches the headers it reads next): the first step otherwise waits
-//! on the window's lines (10 steps on 1514-byte frames: 75 cycles a packet
-//! more than none without the prefetch, 63 with it).
+//! `lockstep_lanes_give_each_packets_own_state`). Nothing is prefetched:
+//! the windows are in cache already on both of `linerate model`'s paths
+//! (the memory path's source has just copied each frame, FromDump reads
+//! the file ahead of itself). Until session 14 the next chunk's windows
+//! were prefetched, which made a packet's first step cost 36 instructions
+//! against 18 for each later one; without it the fit of `T = C + P·p +
+//! H·h` has fewer points above 3 % (2-6 of 36 in four calibrations,
+//! against 5-7) and the same `C` and `H`.
 
 use linerate_runtime::{Batch, ConfigureCtx, Ctx, Element, ElementClass, HandlerSpec, Packet};
 use std::any::Any;
@@ -189,19 +192,7 @@ fn lanes<const L: usize>(pkts: &[Packet], steps: u32) -> u64 {
 fn run_chunks<const L: usize>(pkts: &[Packet], steps: u32) -> u64 {
     let mut sum = 0u64;
     let mut it = pkts.chunks_exact(L);
-    if steps > 0 {
-        // The next chunk's windows are fetched while this chunk steps, as
-        // a parser prefetches the headers of the packets it will read next.
-        for p in pkts.iter().take(L) {
-            window_prefetch(p);
-        }
-    }
-    for (i, c) in (&mut it).enumerate() {
-        if steps > 0 {
-            for p in pkts.iter().skip((i + 1) * L).take(L) {
-                window_prefetch(p);
-            }
-        }
+    for c in &mut it {
         sum = sum.wrapping_add(lanes::<L>(c, steps));
     }
     for p in it.remainder() {
@@ -210,13 +201,6 @@ fn run_chunks<const L: usize>(pkts: &[Packet], steps: u32) -> u64 {
     sum
 }
 
-/// Prefetch the two lines of a packet's window.
-#[inline(always)]
-fn window_prefetch(p: &Packet) {
-    let d = p.data().as_ptr();
-    crate::hint::prefetch(d);
-    crate::hint::prefetch(d.wrapping_add(WINDOW - 1));
-}
 
 struct ParseSteps {
     steps: u32,

@@ -249,6 +249,39 @@ const HANDLERS: &[HandlerSpec] = &[
     HandlerSpec::read_write("limit"),
 ];
 
+/// Hand the frames (`stride` bytes apart from `base`, lengths `lens`) to
+/// `push` round-robin from frame `next` until it refuses one (the pool
+/// writer's room test is the loop's); returns the next frame and the bytes
+/// handed over.
+///
+/// # Safety
+/// `next < lens.len()`, and frame `k` lies at `base + k * stride`.
+#[inline(always)]
+unsafe fn replay(
+    base: *const u8,
+    stride: usize,
+    lens: &[u32],
+    mut next: usize,
+    mut push: impl FnMut(*const u8, usize) -> bool,
+) -> (usize, u64) {
+    let mut bytes = 0u64;
+    let mut frame = base.add(next * stride);
+    loop {
+        let len = *lens.get_unchecked(next) as usize;
+        if !push(frame, len) {
+            break;
+        }
+        bytes += len as u64;
+        next += 1;
+        frame = frame.add(stride);
+        if next == lens.len() {
+            next = 0;
+            frame = base;
+        }
+    }
+    (next, bytes)
+}
+
 impl MemoryReplay {
     fn make_batch(&mut self, max: usize, ctx: &mut Ctx<'_>) -> Option<Batch> {
         if !self.active {
@@ -282,27 +315,14 @@ impl MemoryReplay {
             if self.copy && stride <= MAX_COPY {
                 // Every frame fits a pool buffer: the blocks are reserved
                 // as one slice and each packet is its metadata and the copy.
+                // (len <= stride <= MAX_COPY, and a frame's slot holds its
+                // length rounded up to 64 bytes.)
                 (next, bytes) = with_pool(|pool| {
-                    let (mut next, mut bytes) = (next, 0u64);
+                    let mut r = (next, 0);
                     pool.copies_with(n, out, |w| {
-                        let mut frame = base.add(next * stride);
-                        loop {
-                            let len = *lens.get_unchecked(next) as usize;
-                            // len <= stride <= MAX_COPY, and the frame's
-                            // slot holds `len` rounded up to 64 bytes.
-                            if !w.push(frame, len, ts) {
-                                break;
-                            }
-                            bytes += len as u64;
-                            next += 1;
-                            frame = frame.add(stride);
-                            if next == nframes {
-                                next = 0;
-                                frame = base;
-                            }
-                        }
+                        r = replay(base, stride, lens, next, |f, len| w.push(f, len, ts));
                     });
-                    (next, bytes)
+                    r
                 });
             } else if self.copy {
                 // Frames too large for a pool buffer go to the heap.
@@ -322,25 +342,11 @@ impl MemoryReplay {
                 // The views' blocks are reserved as one slice of the free
                 // list: each packet costs its metadata stores only.
                 (next, bytes) = with_pool(|pool| {
-                    let (mut next, mut bytes) = (next, 0u64);
+                    let mut r = (next, 0);
                     pool.views_with(n, out, |w| {
-                        let mut frame = base.add(next * stride);
-                        // The writer's room test is the loop's: `n` views.
-                        loop {
-                            let len = *lens.get_unchecked(next) as usize;
-                            if !w.push(frame, len, ts, 0) {
-                                break;
-                            }
-                            bytes += len as u64;
-                            next += 1;
-                            frame = frame.add(stride);
-                            if next == nframes {
-                                next = 0;
-                                frame = base;
-                            }
-                        }
+                        r = replay(base, stride, lens, next, |f, len| w.push(f, len, ts, 0));
                     });
-                    (next, bytes)
+                    r
                 });
             }
         }

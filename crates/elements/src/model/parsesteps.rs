@@ -201,7 +201,6 @@ fn run_chunks<const L: usize>(pkts: &[Packet], steps: u32) -> u64 {
     sum
 }
 
-
 struct ParseSteps {
     steps: u32,
     lanes: usize,

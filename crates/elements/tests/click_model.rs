@@ -33,23 +33,37 @@ fn read(r: &Router, h: &str) -> String {
     v.trim_end().to_string()
 }
 
+/// Write `frames` to an Ethernet pcap file, frame `k` stamped `k + 1` ns.
+fn write_frames(path: &std::path::Path, frames: &[&[u8]]) {
+    let mut w = linerate_io::pcap::PcapWriter::create(
+        path,
+        linerate_io::pcap::LinkType::ETHERNET,
+        65535,
+        true,
+    )
+    .unwrap();
+    for (k, f) in frames.iter().enumerate() {
+        w.write(k as u64 + 1, f.len() as u32, f).unwrap();
+    }
+    w.flush().unwrap();
+}
+
+/// Every frame of a pcap file.
+fn read_frames(path: &std::path::Path) -> Vec<Vec<u8>> {
+    let mut rd = PcapReader::open(path).unwrap();
+    let mut v = Vec::new();
+    while let Some(x) = rd.next_record() {
+        v.push(x.unwrap().data.to_vec());
+    }
+    v
+}
+
 #[test]
 fn memoryreplay_replays_a_file_round_robin() {
     let dir = std::env::temp_dir();
     let input = dir.join(format!("linerate-replay-in-{}.pcap", std::process::id()));
     let out = dir.join(format!("linerate-replay-out-{}.pcap", std::process::id()));
-    {
-        let mut w = linerate_io::pcap::PcapWriter::create(
-            &input,
-            linerate_io::pcap::LinkType::ETHERNET,
-            65535,
-            true,
-        )
-        .unwrap();
-        w.write(1, 60, &[1u8; 60]).unwrap();
-        w.write(2, 100, &[2u8; 100]).unwrap();
-        w.flush().unwrap();
-    }
+    write_frames(&input, &[&[1u8; 60], &[2u8; 100]]);
     // COPY true hands out packets in their own buffers; either way a writer
     // (EtherRewrite) changes the packet, never the replayed frame.
     for copy in [false, true] {
@@ -61,11 +75,7 @@ fn memoryreplay_replays_a_file_round_robin() {
         ));
         assert_eq!(read(&r, "s.count"), "5");
         drop(r);
-        let mut rd = PcapReader::open(&out).unwrap();
-        let mut v = Vec::new();
-        while let Some(x) = rd.next_record() {
-            v.push(x.unwrap().data.to_vec());
-        }
+        let v = read_frames(&out);
         let lens: Vec<usize> = v.iter().map(Vec::len).collect();
         assert_eq!(lens, [60, 100, 60, 100, 60], "COPY {copy}");
         assert_eq!(v[2][0], 0xff, "COPY {copy}");
@@ -88,18 +98,7 @@ fn memoryreplay_copies_frames_larger_than_a_pool_buffer() {
         std::process::id()
     ));
     let big: Vec<u8> = (0..2000u32).map(|i| (i % 253) as u8).collect();
-    {
-        let mut w = linerate_io::pcap::PcapWriter::create(
-            &input,
-            linerate_io::pcap::LinkType::ETHERNET,
-            65535,
-            true,
-        )
-        .unwrap();
-        w.write(1, 60, &[1u8; 60]).unwrap();
-        w.write(2, 2000, &big).unwrap();
-        w.flush().unwrap();
-    }
+    write_frames(&input, &[&[1u8; 60], &big]);
     let r = run(&format!(
         "s :: MemoryReplay(FILE {}, COPY true, LIMIT 4, STOP true) -> VLANEncap(VLAN_ID 7) -> ToDump({}, SNAPLEN 4096);",
         input.display(),
@@ -107,11 +106,7 @@ fn memoryreplay_copies_frames_larger_than_a_pool_buffer() {
     ));
     assert_eq!(read(&r, "s.count"), "4");
     drop(r);
-    let mut rd = PcapReader::open(&out).unwrap();
-    let mut v = Vec::new();
-    while let Some(x) = rd.next_record() {
-        v.push(x.unwrap().data.to_vec());
-    }
+    let v = read_frames(&out);
     std::fs::remove_file(&out).unwrap();
     std::fs::remove_file(&input).unwrap();
     let lens: Vec<usize> = v.iter().map(Vec::len).collect();
@@ -134,11 +129,7 @@ fn memoryreplay_frames_are_exact() {
     ));
     assert_eq!(read(&r, "s.count"), "5");
     drop(r);
-    let mut rd = PcapReader::open(&out).unwrap();
-    let mut v = Vec::new();
-    while let Some(x) = rd.next_record() {
-        v.push(x.unwrap().data.to_vec());
-    }
+    let v = read_frames(&out);
     std::fs::remove_file(&out).unwrap();
     #[rustfmt::skip]
     let frame0: Vec<u8> = vec![

@@ -312,7 +312,7 @@ fn simulated_time_jumps_between_timers() {
 
 #[test]
 fn elements_call_handlers_on_their_thread() {
-    use linerate_runtime::{Batch, ConfigureCtx, Ctx, Element, ElementClass};
+    use linerate_runtime::{Batch, ConfigureCtx, Ctx, Element};
     // A test element that reads and resets a Counter's handlers each batch.
     struct Peek {
         seen: Vec<String>,
@@ -341,14 +341,7 @@ fn elements_call_handlers_on_their_thread() {
     fn make(_: &ConfigureCtx<'_>) -> Result<Box<dyn Element>, Vec<String>> {
         Ok(Box::new(Peek { seen: vec![] }))
     }
-    let mut reg = linerate_elements::registry();
-    reg.add(ElementClass {
-        name: "Peek",
-        port_count: "1/1",
-        processing: "a/a",
-        doc: "",
-        make,
-    });
+    let reg = registry_with("Peek", make);
     let c = config(
         &reg,
         "InfiniteSource(LIMIT 3, BURST 1, STOP true) -> c :: Counter -> p :: Peek -> Discard;",
@@ -360,7 +353,7 @@ fn elements_call_handlers_on_their_thread() {
 
 #[test]
 fn a_runs_elapsed_time_includes_the_end_of_run_flush() {
-    use linerate_runtime::{Batch, ConfigureCtx, Ctx, Element, ElementClass};
+    use linerate_runtime::{Batch, ConfigureCtx, Ctx, Element};
     use std::time::Duration;
     /// Takes 50 ms to flush, once (as a flow table exporting its flows).
     struct SlowFlush {
@@ -383,14 +376,7 @@ fn a_runs_elapsed_time_includes_the_end_of_run_flush() {
     fn make(_: &ConfigureCtx<'_>) -> Result<Box<dyn Element>, Vec<String>> {
         Ok(Box::new(SlowFlush { flushed: false }))
     }
-    let mut reg = linerate_elements::registry();
-    reg.add(ElementClass {
-        name: "SlowFlush",
-        port_count: "1/1",
-        processing: "a/a",
-        doc: "",
-        make,
-    });
+    let reg = registry_with("SlowFlush", make);
     let c = config(
         &reg,
         "InfiniteSource(LIMIT 10, STOP true) -> SlowFlush -> Discard;",
@@ -410,4 +396,21 @@ fn a_runs_elapsed_time_includes_the_end_of_run_flush() {
             rep.elapsed
         );
     }
+}
+
+/// The element registry with a test element class `name` (one agnostic
+/// input and output) made by `make`.
+fn registry_with(
+    name: &'static str,
+    make: linerate_runtime::element::MakeFn,
+) -> linerate_runtime::Registry {
+    let mut reg = linerate_elements::registry();
+    reg.add(linerate_runtime::ElementClass {
+        name,
+        port_count: "1/1",
+        processing: "a/a",
+        doc: "",
+        make,
+    });
+    reg
 }

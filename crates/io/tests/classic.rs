@@ -431,13 +431,13 @@ fn mapping_rss_kb(addr: usize) -> u64 {
     panic!("no mapping at {addr:#x}")
 }
 
+/// A file of at least `size` bytes of 1000-byte records, record `n` at
+/// second `n` and filled with `n as u8`; and the number of records.
 #[cfg(target_os = "linux")]
-#[test]
-fn released_start_of_a_mapped_file_reads_the_same() {
-    // 8 MiB of 1000-byte records, each filled with its own number.
+fn numbered_records(size: usize) -> (Vec<u8>, u32) {
     let mut bytes = LE_USEC[..24].to_vec();
     let mut n = 0u32;
-    while bytes.len() < 8 << 20 {
+    while bytes.len() < size {
         bytes.extend_from_slice(&n.to_le_bytes());
         bytes.extend_from_slice(&[0, 0, 0, 0]);
         bytes.extend_from_slice(&1000u32.to_le_bytes());
@@ -445,6 +445,13 @@ fn released_start_of_a_mapped_file_reads_the_same() {
         bytes.extend(std::iter::repeat_n(n as u8, 1000));
         n += 1;
     }
+    (bytes, n)
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn released_start_of_a_mapped_file_reads_the_same() {
+    let (bytes, n) = numbered_records(8 << 20);
     let f = TempPath::with_bytes(".pcap", &bytes);
     let mut r = PcapReader::open(&f.0).unwrap();
     assert!(r.is_mapped());
@@ -463,18 +470,8 @@ fn released_start_of_a_mapped_file_reads_the_same() {
 #[cfg(target_os = "linux")]
 #[test]
 fn fast_reader_maps_a_file_in_ahead_of_itself() {
-    // 40 MiB of 1000-byte records, each filled with its own number: more
-    // than one step of the reader's populate-ahead.
-    let mut bytes = LE_USEC[..24].to_vec();
-    let mut n = 0u32;
-    while bytes.len() < 40 << 20 {
-        bytes.extend_from_slice(&n.to_le_bytes());
-        bytes.extend_from_slice(&[0, 0, 0, 0]);
-        bytes.extend_from_slice(&1000u32.to_le_bytes());
-        bytes.extend_from_slice(&1000u32.to_le_bytes());
-        bytes.extend(std::iter::repeat_n(n as u8, 1000));
-        n += 1;
-    }
+    // More than one step of the reader's populate-ahead.
+    let (bytes, n) = numbered_records(40 << 20);
     let f = TempPath::with_bytes(".pcap", &bytes);
     let mut r = PcapReader::open(&f.0).unwrap();
     assert!(r.is_mapped());

@@ -1061,11 +1061,16 @@ impl FlowAggregator {
         match &mut self.table {
             Table::Fast(f) => {
                 if !self.flushing {
-                    f.flush_order = (0..f.used as u32)
-                        .filter(|&s| f.flows[s as usize].id != u64::MAX)
+                    // Sorted as (id, slot) pairs, ids unique: a comparison
+                    // reads no flow (by slot it loaded two flows from the
+                    // slab at random, 24 M instructions and most of the
+                    // flush's cache misses for 69,000 flows).
+                    let mut order: Vec<(u64, u32)> = (0..f.used as u32)
+                        .map(|s| (f.flows[s as usize].id, s))
+                        .filter(|&(id, _)| id != u64::MAX)
                         .collect();
-                    f.flush_order
-                        .sort_by_key(|&s| Reverse(f.flows[s as usize].id));
+                    order.sort_unstable_by_key(|&(id, _)| Reverse(id));
+                    f.flush_order = order.into_iter().map(|(_, s)| s).collect();
                     self.flushing = true;
                 }
                 for _ in 0..max {

@@ -394,15 +394,17 @@ impl PcapReader {
         let Format::Classic(c) = format else {
             return 0;
         };
-        if *pos + POPULATE > *populated {
-            populate_ahead(backing, *pos, populated);
-        }
         let data = bytes(backing);
         let n = if c.big_endian {
             classic_run::<true>(data, pos, c, max, &mut f)
         } else {
             classic_run::<false>(data, pos, c, max, &mut f)
         };
+        // For the next call (here, after the loop, the loop compiles as
+        // without it: before it, 4 instructions a record more).
+        if *pos + POPULATE > *populated {
+            populate_ahead(backing, *pos, populated);
+        }
         stats.records += n as u64;
         n
     }

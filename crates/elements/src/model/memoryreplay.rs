@@ -60,8 +60,15 @@
 //! heap buffers instead. At the C point of `linerate model` (64-byte frames,
 //! `ParseSteps(0) -> VLANEncap -> Discard`) a packet costs 114 instructions
 //! this way against 151 for a view and VLANEncap's copy-on-write (155 with
-//! `Pool::copy` a packet). Nothing is allocated on the heap while running.
+//! `Pool::copy` a packet). On a CPU with AVX-512F (detected at start) the
+//! copies use `CopyWriter::push_avx512`: the metadata's first line and the
+//! cleared annotations are one 64-byte store each, built in registers (as
+//! DPDK drivers rearm receive buffers from a template), and each frame line
+//! one load and one store: 3 stores for a 64-byte frame instead of 14, and
+//! the C point 9 % faster. Nothing is allocated on the heap while running.
 
+#[cfg(target_arch = "x86_64")]
+use linerate_runtime::packet::CopyWriter;
 use linerate_runtime::packet::{with_pool, MAX_COPY};
 use linerate_runtime::{
     Batch, ConfigureCtx, Ctx, Element, ElementClass, HandlerSpec, IoCounts, DEFAULT_BURST,
@@ -130,6 +137,9 @@ struct MemoryReplay {
     push: bool,
     stopped: bool,
     copy: bool,
+    /// The CPU has AVX-512F: copies go through `CopyWriter::push_avx512`.
+    #[cfg(target_arch = "x86_64")]
+    avx512: bool,
 }
 
 fn make(ctx: &ConfigureCtx<'_>) -> Result<Box<dyn Element>, Vec<String>> {
@@ -238,6 +248,8 @@ impl MemoryReplay {
             push: ctx.output_is_push(0),
             stopped: false,
             copy: false,
+            #[cfg(target_arch = "x86_64")]
+            avx512: std::arch::is_x86_feature_detected!("avx512f"),
         })
     }
 }
@@ -282,6 +294,25 @@ unsafe fn replay(
     (next, bytes)
 }
 
+/// [`replay`] into `w` with `CopyWriter::push_avx512`, compiled for
+/// AVX-512F so that the push's stores inline into the loop.
+///
+/// # Safety
+/// As for [`replay`], the frames' slots as for `CopyWriter::push`, and
+/// the CPU has AVX-512F.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+unsafe fn replay_avx512(
+    w: &mut CopyWriter<'_, '_>,
+    base: *const u8,
+    stride: usize,
+    lens: &[u32],
+    next: usize,
+    ts: u64,
+) -> (usize, u64) {
+    replay(base, stride, lens, next, |f, len| w.push_avx512(f, len, ts))
+}
+
 impl MemoryReplay {
     fn make_batch(&mut self, max: usize, ctx: &mut Ctx<'_>) -> Option<Batch> {
         if !self.active {
@@ -317,9 +348,16 @@ impl MemoryReplay {
                 // as one slice and each packet is its metadata and the copy.
                 // (len <= stride <= MAX_COPY, and a frame's slot holds its
                 // length rounded up to 64 bytes.)
+                #[cfg(target_arch = "x86_64")]
+                let avx512 = self.avx512;
                 (next, bytes) = with_pool(|pool| {
                     let mut r = (next, 0);
                     pool.copies_with(n, out, |w| {
+                        #[cfg(target_arch = "x86_64")]
+                        if avx512 {
+                            r = replay_avx512(w, base, stride, lens, next, ts);
+                            return;
+                        }
                         r = replay(base, stride, lens, next, |f, len| w.push(f, len, ts));
                     });
                     r

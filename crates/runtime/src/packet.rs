@@ -1069,6 +1069,26 @@ pub struct CopyWriter<'a, 'b> {
 }
 
 impl CopyWriter<'_, '_> {
+    /// Run `f` with a copy of this writer held in a local (its position
+    /// written back after): a loop of pushes inlined into `f` then keeps
+    /// the position in registers, where through `self` it is reloaded and
+    /// stored around every block written (the compiler cannot tell the
+    /// blocks' stores from the writer's fields).
+    #[inline(always)]
+    pub fn local<R>(&mut self, f: impl FnOnce(&mut CopyWriter<'_, '_>) -> R) -> R {
+        let w = &mut *self.w;
+        let mut local = ViewWriter {
+            top: w.top,
+            dst: w.dst,
+            n: w.n,
+            max: w.max,
+            _borrow: std::marker::PhantomData,
+        };
+        let r = f(&mut CopyWriter { w: &mut local });
+        w.n = local.n;
+        r
+    }
+
     /// Write a packet holding a copy of the `len` bytes at `src`, with
     /// timestamp `ts_ns`. False (and nothing written) when there is no room
     /// left. The copy moves whole 64-byte lines, as a NIC's DMA writes
@@ -1678,10 +1698,14 @@ mod tests {
                         assert!(w.push(src.as_ptr(), len, k as u64 + 7));
                     }
                 });
+                // Through a local copy of the writer, whose position must
+                // come back: the packets are appended, and the writer is full.
                 pool.copies_with(lens.len(), &mut b, |w| {
-                    for (k, &len) in lens.iter().enumerate() {
-                        assert!(w.push_avx512(src.as_ptr(), len, k as u64 + 7));
-                    }
+                    w.local(|w| {
+                        for (k, &len) in lens.iter().enumerate() {
+                            assert!(w.push_avx512(src.as_ptr(), len, k as u64 + 7));
+                        }
+                    });
                     assert!(!w.push_avx512(src.as_ptr(), 8, 0));
                 });
             })

@@ -310,7 +310,7 @@ unsafe fn replay_avx512(
     next: usize,
     ts: u64,
 ) -> (usize, u64) {
-    replay(base, stride, lens, next, |f, len| w.push_avx512(f, len, ts))
+    w.local(|w| replay(base, stride, lens, next, |f, len| w.push_avx512(f, len, ts)))
 }
 
 impl MemoryReplay {

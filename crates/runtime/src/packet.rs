@@ -1123,6 +1123,69 @@ impl CopyWriter<'_, '_> {
     }
 }
 
+#[cfg(target_arch = "x86_64")]
+impl CopyWriter<'_, '_> {
+    /// [`push`](Self::push) with 64-byte AVX-512 stores: the metadata's
+    /// first line and the annotations are one store each, built in
+    /// registers (as a NIC driver rearms its receive buffers from a
+    /// template), and each line of the frame is one load and one store:
+    /// three stores for a 64-byte frame instead of fourteen. The block's
+    /// metadata is the same as [`push`](Self::push) writes (the first
+    /// line's padding is zeroed too).
+    ///
+    /// # Safety
+    /// As for [`push`](Self::push), and the CPU has AVX-512F.
+    #[target_feature(enable = "avx512f")]
+    #[inline]
+    pub unsafe fn push_avx512(&mut self, src: *const u8, len: usize, ts_ns: u64) -> bool {
+        use std::arch::x86_64::*;
+        let w = &mut *self.w;
+        if w.n >= w.max {
+            return false;
+        }
+        let m = *w.top.sub(1 + w.n);
+        let head = (m as *mut u8).add(META_SIZE);
+        // The first line as init_meta writes it: data, head, len | cap,
+        // owner (null), refcount 1 | kind | external, padding (the layout
+        // assertions above fix the offsets).
+        let line = _mm512_set_epi64(
+            0,
+            0,
+            0,
+            1 | i64::from(KIND_POOL) << 32,
+            0,
+            len as i64 | (AREA as i64) << 32,
+            head as i64,
+            head.add(HEADROOM) as i64,
+        );
+        _mm512_storeu_si512(m as *mut __m512i, line);
+        // The annotations: `Anno::EMPTY` with the timestamp.
+        let anno = _mm512_set_epi64(0, 0, 0, 0, 0, 0, EMPTY_WORD1, ts_ns as i64);
+        _mm512_storeu_si512(ptr::addr_of_mut!((*m).anno) as *mut __m512i, anno);
+        let dst = head.add(HEADROOM);
+        let mut i = 0;
+        loop {
+            let v = _mm512_loadu_si512(src.add(i) as *const __m512i);
+            _mm512_storeu_si512(dst.add(i) as *mut __m512i, v);
+            i += 64;
+            if i >= len {
+                break;
+            }
+        }
+        w.dst.add(w.n).write(m);
+        w.n += 1;
+        true
+    }
+}
+
+/// The second 8 bytes of `Anno::EMPTY`: flow hash 0, both header offsets
+/// unset.
+#[cfg(target_arch = "x86_64")]
+const EMPTY_WORD1: i64 = ((NO_HEADER as u64) << 32 | (NO_HEADER as u64) << 48) as i64;
+const _: () = assert!(
+    std::mem::offset_of!(Anno, timestamp_ns) == 0 && std::mem::offset_of!(Anno, flow_hash) == 8
+);
+
 /// Writes zero-copy views into blocks reserved by [`Pool::views_with`].
 pub struct ViewWriter<'a> {
     top: *const *mut Meta,
@@ -1246,69 +1309,6 @@ unsafe fn copy_chunked(src: *const u8, dst: *mut u8, len: usize) {
         }
     }
 }
-
-#[cfg(target_arch = "x86_64")]
-impl CopyWriter<'_, '_> {
-    /// [`push`](Self::push) with 64-byte AVX-512 stores: the metadata's
-    /// first line and the annotations are one store each, built in
-    /// registers (as a NIC driver rearms its receive buffers from a
-    /// template), and each line of the frame is one load and one store:
-    /// three stores for a 64-byte frame instead of fourteen. The block's
-    /// metadata is the same as [`push`](Self::push) writes (the first
-    /// line's padding is zeroed too).
-    ///
-    /// # Safety
-    /// As for [`push`](Self::push), and the CPU has AVX-512F.
-    #[target_feature(enable = "avx512f")]
-    #[inline]
-    pub unsafe fn push_avx512(&mut self, src: *const u8, len: usize, ts_ns: u64) -> bool {
-        use std::arch::x86_64::*;
-        let w = &mut *self.w;
-        if w.n >= w.max {
-            return false;
-        }
-        let m = *w.top.sub(1 + w.n);
-        let head = (m as *mut u8).add(META_SIZE);
-        // The first line as init_meta writes it: data, head, len | cap,
-        // owner (null), refcount 1 | kind | external, padding (the layout
-        // assertions above fix the offsets).
-        let line = _mm512_set_epi64(
-            0,
-            0,
-            0,
-            1 | i64::from(KIND_POOL) << 32,
-            0,
-            len as i64 | (AREA as i64) << 32,
-            head as i64,
-            head.add(HEADROOM) as i64,
-        );
-        _mm512_storeu_si512(m as *mut __m512i, line);
-        // The annotations: `Anno::EMPTY` with the timestamp.
-        let anno = _mm512_set_epi64(0, 0, 0, 0, 0, 0, EMPTY_WORD1, ts_ns as i64);
-        _mm512_storeu_si512(ptr::addr_of_mut!((*m).anno) as *mut __m512i, anno);
-        let dst = head.add(HEADROOM);
-        let mut i = 0;
-        loop {
-            let v = _mm512_loadu_si512(src.add(i) as *const __m512i);
-            _mm512_storeu_si512(dst.add(i) as *mut __m512i, v);
-            i += 64;
-            if i >= len {
-                break;
-            }
-        }
-        w.dst.add(w.n).write(m);
-        w.n += 1;
-        true
-    }
-}
-
-/// The second 8 bytes of `Anno::EMPTY`: flow hash 0, both header offsets
-/// unset.
-#[cfg(target_arch = "x86_64")]
-const EMPTY_WORD1: i64 = ((NO_HEADER as u64) << 32 | (NO_HEADER as u64) << 48) as i64;
-const _: () = assert!(
-    std::mem::offset_of!(Anno, timestamp_ns) == 0 && std::mem::offset_of!(Anno, flow_hash) == 8
-);
 
 /// Copy the 64-byte lines that hold `len` bytes (at least one line): one
 /// move of four 16-byte loads and stores for a frame of up to 64 bytes,

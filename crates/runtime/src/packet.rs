@@ -1100,23 +1100,32 @@ impl CopyWriter<'_, '_> {
     /// to a multiple of 64 bytes (at least 64).
     #[inline(always)]
     pub unsafe fn push(&mut self, src: *const u8, len: usize, ts_ns: u64) -> bool {
+        self.write_block(|m, head| {
+            init_meta(
+                m,
+                head,
+                AREA as u32,
+                HEADROOM,
+                len as u32,
+                KIND_POOL,
+                false,
+                ts_ns,
+            );
+            copy_lines(src, head.add(HEADROOM), len);
+        })
+    }
+
+    /// Hand the next reserved block and its buffer's head to `fill`, then
+    /// count the block written; false (`fill` not called) when there is no
+    /// room left.
+    #[inline(always)]
+    unsafe fn write_block(&mut self, fill: impl FnOnce(*mut Meta, *mut u8)) -> bool {
         let w = &mut *self.w;
         if w.n >= w.max {
             return false;
         }
         let m = *w.top.sub(1 + w.n);
-        let head = (m as *mut u8).add(META_SIZE);
-        init_meta(
-            m,
-            head,
-            AREA as u32,
-            HEADROOM,
-            len as u32,
-            KIND_POOL,
-            false,
-            ts_ns,
-        );
-        copy_lines(src, head.add(HEADROOM), len);
+        fill(m, (m as *mut u8).add(META_SIZE));
         w.dst.add(w.n).write(m);
         w.n += 1;
         true
@@ -1139,42 +1148,35 @@ impl CopyWriter<'_, '_> {
     #[inline]
     pub unsafe fn push_avx512(&mut self, src: *const u8, len: usize, ts_ns: u64) -> bool {
         use std::arch::x86_64::*;
-        let w = &mut *self.w;
-        if w.n >= w.max {
-            return false;
-        }
-        let m = *w.top.sub(1 + w.n);
-        let head = (m as *mut u8).add(META_SIZE);
-        // The first line as init_meta writes it: data, head, len | cap,
-        // owner (null), refcount 1 | kind | external, padding (the layout
-        // assertions above fix the offsets).
-        let line = _mm512_set_epi64(
-            0,
-            0,
-            0,
-            1 | i64::from(KIND_POOL) << 32,
-            0,
-            len as i64 | (AREA as i64) << 32,
-            head as i64,
-            head.add(HEADROOM) as i64,
-        );
-        _mm512_storeu_si512(m as *mut __m512i, line);
-        // The annotations: `Anno::EMPTY` with the timestamp.
-        let anno = _mm512_set_epi64(0, 0, 0, 0, 0, 0, EMPTY_WORD1, ts_ns as i64);
-        _mm512_storeu_si512(ptr::addr_of_mut!((*m).anno) as *mut __m512i, anno);
-        let dst = head.add(HEADROOM);
-        let mut i = 0;
-        loop {
-            let v = _mm512_loadu_si512(src.add(i) as *const __m512i);
-            _mm512_storeu_si512(dst.add(i) as *mut __m512i, v);
-            i += 64;
-            if i >= len {
-                break;
+        self.write_block(|m, head| {
+            // The first line as init_meta writes it: data, head, len | cap,
+            // owner (null), refcount 1 | kind | external, padding (the layout
+            // assertions above fix the offsets).
+            let line = _mm512_set_epi64(
+                0,
+                0,
+                0,
+                1 | i64::from(KIND_POOL) << 32,
+                0,
+                len as i64 | (AREA as i64) << 32,
+                head as i64,
+                head.add(HEADROOM) as i64,
+            );
+            _mm512_storeu_si512(m as *mut __m512i, line);
+            // The annotations: `Anno::EMPTY` with the timestamp.
+            let anno = _mm512_set_epi64(0, 0, 0, 0, 0, 0, EMPTY_WORD1, ts_ns as i64);
+            _mm512_storeu_si512(ptr::addr_of_mut!((*m).anno) as *mut __m512i, anno);
+            let dst = head.add(HEADROOM);
+            let mut i = 0;
+            loop {
+                let v = _mm512_loadu_si512(src.add(i) as *const __m512i);
+                _mm512_storeu_si512(dst.add(i) as *mut __m512i, v);
+                i += 64;
+                if i >= len {
+                    break;
+                }
             }
-        }
-        w.dst.add(w.n).write(m);
-        w.n += 1;
-        true
+        })
     }
 }
 

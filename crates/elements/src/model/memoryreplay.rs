@@ -71,7 +71,7 @@
 use linerate_runtime::packet::CopyWriter;
 use linerate_runtime::packet::{with_pool, MAX_COPY};
 use linerate_runtime::{
-    Batch, ConfigureCtx, Ctx, Element, ElementClass, HandlerSpec, IoCounts, DEFAULT_BURST,
+    Batch, ConfigureCtx, Ctx, Element, ElementClass, HandlerSpec, IoCounts, Packet, DEFAULT_BURST,
 };
 use std::any::Any;
 
@@ -126,7 +126,6 @@ struct MemoryReplay {
     lens: Vec<u32>,
     bytes: u64,
     stride: usize,
-    nframes: usize,
     next: usize,
     limit: i64,
     burst: usize,
@@ -237,7 +236,6 @@ impl MemoryReplay {
             lens: frames.iter().map(|f| f.len() as u32).collect(),
             bytes: 0,
             stride,
-            nframes,
             next: 0,
             limit,
             burst,
@@ -313,6 +311,93 @@ unsafe fn replay_avx512(
     w.local(|w| replay(base, stride, lens, next, |f, len| w.push_avx512(f, len, ts)))
 }
 
+/// [`replay`] of `n` frames as zero-copy views, the blocks reserved as one
+/// slice of the free list: each packet costs its metadata stores only.
+///
+/// # Safety
+/// As for [`replay`], and the frames outlive the packets.
+#[inline(never)]
+unsafe fn replay_views(
+    base: *const u8,
+    stride: usize,
+    lens: &[u32],
+    next: usize,
+    n: usize,
+    ts: u64,
+    out: &mut Vec<Packet>,
+) -> (usize, u64) {
+    with_pool(|pool| {
+        let mut r = (next, 0);
+        pool.views_with(n, out, |w| {
+            r = replay(base, stride, lens, next, |f, len| w.push(f, len, ts, 0));
+        });
+        r
+    })
+}
+
+/// [`replay`] of `n` frames into pool buffers of their own (every frame
+/// fits one: `len <= stride <= MAX_COPY`, and a frame's slot holds its
+/// length rounded up to 64 bytes), the blocks reserved as one slice; with
+/// `avx512`, through `CopyWriter::push_avx512`. Out of line, so that the
+/// views' loop in `make_batch` compiles as without it.
+///
+/// # Safety
+/// As for [`replay`], and `avx512` only where the CPU has AVX-512F.
+#[inline(never)]
+#[allow(clippy::too_many_arguments)]
+unsafe fn replay_copies(
+    base: *const u8,
+    stride: usize,
+    lens: &[u32],
+    next: usize,
+    n: usize,
+    ts: u64,
+    avx512: bool,
+    out: &mut Vec<Packet>,
+) -> (usize, u64) {
+    with_pool(|pool| {
+        let mut r = (next, 0);
+        pool.copies_with(n, out, |w| {
+            #[cfg(target_arch = "x86_64")]
+            if avx512 {
+                r = replay_avx512(w, base, stride, lens, next, ts);
+                return;
+            }
+            let _ = avx512;
+            r = replay(base, stride, lens, next, |f, len| w.push(f, len, ts));
+        });
+        r
+    })
+}
+
+/// [`replay`] of `n` frames too large for a pool buffer, each copied into
+/// a heap buffer of its own (out of line: rare, and it keeps the common
+/// loops' registers free).
+///
+/// # Safety
+/// As for [`replay`].
+#[cold]
+#[inline(never)]
+unsafe fn replay_to_heap(
+    base: *const u8,
+    stride: usize,
+    lens: &[u32],
+    next: usize,
+    n: usize,
+    ts: u64,
+    out: &mut Vec<Packet>,
+) -> (usize, u64) {
+    with_pool(|pool| {
+        replay(base, stride, lens, next, |f, len| {
+            if out.len() == n {
+                return false;
+            }
+            out.push(pool.copy(std::slice::from_raw_parts(f, len), ts));
+            true
+        })
+    })
+}
+
 impl MemoryReplay {
     fn make_batch(&mut self, max: usize, ctx: &mut Ctx<'_>) -> Option<Batch> {
         if !self.active {
@@ -332,62 +417,28 @@ impl MemoryReplay {
         }
         let ts = if self.timestamp { ctx.recent_ns() } else { 0 };
         let base = self.buf.as_ptr() as *const u8;
-        let (lens, stride, nframes) = (&self.lens[..], self.stride, self.nframes);
-        let mut next = self.next;
-        let mut bytes = 0u64;
+        let (lens, stride) = (&self.lens[..], self.stride);
+        let next = self.next;
         let mut b = Batch::new();
         let out = b.vec_mut();
         // SAFETY: the frames are owned by this element, which lives as long
         // as the router and so longer than any packet that may be read; the
         // closures allocate packets only through the pool they are given;
-        // `next < nframes == lens.len()` and frame `next` lies at
+        // `next < lens.len()` and frame `next` lies at
         // `next * stride` in `buf`.
-        unsafe {
+        let (next, bytes) = unsafe {
             if self.copy && stride <= MAX_COPY {
-                // Every frame fits a pool buffer: the blocks are reserved
-                // as one slice and each packet is its metadata and the copy.
-                // (len <= stride <= MAX_COPY, and a frame's slot holds its
-                // length rounded up to 64 bytes.)
                 #[cfg(target_arch = "x86_64")]
                 let avx512 = self.avx512;
-                (next, bytes) = with_pool(|pool| {
-                    let mut r = (next, 0);
-                    pool.copies_with(n, out, |w| {
-                        #[cfg(target_arch = "x86_64")]
-                        if avx512 {
-                            r = replay_avx512(w, base, stride, lens, next, ts);
-                            return;
-                        }
-                        r = replay(base, stride, lens, next, |f, len| w.push(f, len, ts));
-                    });
-                    r
-                });
+                #[cfg(not(target_arch = "x86_64"))]
+                let avx512 = false;
+                replay_copies(base, stride, lens, next, n, ts, avx512, out)
             } else if self.copy {
-                // Frames too large for a pool buffer go to the heap.
-                with_pool(|pool| {
-                    for _ in 0..n {
-                        let len = *lens.get_unchecked(next) as usize;
-                        bytes += len as u64;
-                        let f = std::slice::from_raw_parts(base.add(next * stride), len);
-                        out.push(pool.copy(f, ts));
-                        next += 1;
-                        if next == nframes {
-                            next = 0;
-                        }
-                    }
-                });
+                replay_to_heap(base, stride, lens, next, n, ts, out)
             } else {
-                // The views' blocks are reserved as one slice of the free
-                // list: each packet costs its metadata stores only.
-                (next, bytes) = with_pool(|pool| {
-                    let mut r = (next, 0);
-                    pool.views_with(n, out, |w| {
-                        r = replay(base, stride, lens, next, |f, len| w.push(f, len, ts, 0));
-                    });
-                    r
-                });
+                replay_views(base, stride, lens, next, n, ts, out)
             }
-        }
+        };
         self.next = next;
         self.count += n as u64;
         self.bytes += bytes;

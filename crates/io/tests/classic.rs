@@ -431,10 +431,11 @@ fn mapping_rss_kb(addr: usize) -> u64 {
     panic!("no mapping at {addr:#x}")
 }
 
-/// A file of at least `size` bytes of 1000-byte records, record `n` at
-/// second `n` and filled with `n as u8`; and the number of records.
+/// A mapped file of at least `size` bytes of 1000-byte records, record
+/// `n` at second `n` and filled with `n as u8`, opened: the file, its
+/// reader, its bytes and the number of records.
 #[cfg(target_os = "linux")]
-fn numbered_records(size: usize) -> (Vec<u8>, u32) {
+fn numbered_records(size: usize) -> (TempPath, PcapReader, Vec<u8>, u32) {
     let mut bytes = LE_USEC[..24].to_vec();
     let mut n = 0u32;
     while bytes.len() < size {
@@ -445,16 +446,16 @@ fn numbered_records(size: usize) -> (Vec<u8>, u32) {
         bytes.extend(std::iter::repeat_n(n as u8, 1000));
         n += 1;
     }
-    (bytes, n)
+    let f = TempPath::with_bytes(".pcap", &bytes);
+    let r = PcapReader::open(&f.0).unwrap();
+    assert!(r.is_mapped());
+    (f, r, bytes, n)
 }
 
 #[cfg(target_os = "linux")]
 #[test]
 fn released_start_of_a_mapped_file_reads_the_same() {
-    let (bytes, n) = numbered_records(8 << 20);
-    let f = TempPath::with_bytes(".pcap", &bytes);
-    let mut r = PcapReader::open(&f.0).unwrap();
-    assert!(r.is_mapped());
+    let (_f, mut r, bytes, n) = numbered_records(8 << 20);
     let (recs, err, _) = read_all(&mut r);
     assert_eq!((recs.len(), err), (n as usize, None));
     let base = r.data_base().as_ptr() as usize;
@@ -471,10 +472,7 @@ fn released_start_of_a_mapped_file_reads_the_same() {
 #[test]
 fn fast_reader_maps_a_file_in_ahead_of_itself() {
     // More than one step of the reader's populate-ahead.
-    let (bytes, n) = numbered_records(40 << 20);
-    let f = TempPath::with_bytes(".pcap", &bytes);
-    let mut r = PcapReader::open(&f.0).unwrap();
-    assert!(r.is_mapped());
+    let (_f, mut r, _, n) = numbered_records(40 << 20);
     let base = r.data_base().as_ptr() as usize;
     // One record read: the first 32 MiB are mapped in already (page faults
     // alone would have mapped a few pages around the record).

@@ -259,143 +259,130 @@ const HANDLERS: &[HandlerSpec] = &[
     HandlerSpec::read_write("limit"),
 ];
 
-/// Hand the frames (`stride` bytes apart from `base`, lengths `lens`) to
-/// `push` round-robin from frame `next` until it refuses one (the pool
-/// writer's room test is the loop's); returns the next frame and the bytes
-/// handed over.
-///
-/// # Safety
-/// `next < lens.len()`, and frame `k` lies at `base + k * stride`.
-#[inline(always)]
-unsafe fn replay(
+/// The held frames as the replay loops walk them: frame `k` is `lens[k]`
+/// bytes at `base + k * stride`, in a slot of `stride` bytes (a multiple
+/// of 64).
+#[derive(Clone, Copy)]
+struct Frames<'a> {
     base: *const u8,
     stride: usize,
-    lens: &[u32],
-    mut next: usize,
-    mut push: impl FnMut(*const u8, usize) -> bool,
-) -> (usize, u64) {
-    let mut bytes = 0u64;
-    let mut frame = base.add(next * stride);
-    loop {
-        let len = *lens.get_unchecked(next) as usize;
-        if !push(frame, len) {
-            break;
+    lens: &'a [u32],
+}
+
+impl Frames<'_> {
+    /// Hand the frames to `push` round-robin from frame `next` until it
+    /// refuses one (the pool writer's room test is the loop's); returns the
+    /// next frame and the bytes handed over.
+    ///
+    /// # Safety
+    /// `next < lens.len()`.
+    #[inline(always)]
+    unsafe fn replay(
+        self,
+        mut next: usize,
+        mut push: impl FnMut(*const u8, usize) -> bool,
+    ) -> (usize, u64) {
+        let Frames { base, stride, lens } = self;
+        let mut bytes = 0u64;
+        let mut frame = base.add(next * stride);
+        loop {
+            let len = *lens.get_unchecked(next) as usize;
+            if !push(frame, len) {
+                break;
+            }
+            bytes += len as u64;
+            next += 1;
+            frame = frame.add(stride);
+            if next == lens.len() {
+                next = 0;
+                frame = base;
+            }
         }
-        bytes += len as u64;
-        next += 1;
-        frame = frame.add(stride);
-        if next == lens.len() {
-            next = 0;
-            frame = base;
-        }
+        (next, bytes)
     }
-    (next, bytes)
-}
 
-/// [`replay`] into `w` with `CopyWriter::push_avx512`, compiled for
-/// AVX-512F so that the push's stores inline into the loop.
-///
-/// # Safety
-/// As for [`replay`], the frames' slots as for `CopyWriter::push`, and
-/// the CPU has AVX-512F.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f")]
-unsafe fn replay_avx512(
-    w: &mut CopyWriter<'_, '_>,
-    base: *const u8,
-    stride: usize,
-    lens: &[u32],
-    next: usize,
-    ts: u64,
-) -> (usize, u64) {
-    w.local(|w| replay(base, stride, lens, next, |f, len| w.push_avx512(f, len, ts)))
-}
-
-/// [`replay`] of `n` frames as zero-copy views, the blocks reserved as one
-/// slice of the free list: each packet costs its metadata stores only.
-///
-/// # Safety
-/// As for [`replay`], and the frames outlive the packets.
-#[inline(never)]
-unsafe fn replay_views(
-    base: *const u8,
-    stride: usize,
-    lens: &[u32],
-    next: usize,
-    n: usize,
-    ts: u64,
-    out: &mut Vec<Packet>,
-) -> (usize, u64) {
-    with_pool(|pool| {
-        let mut r = (next, 0);
-        pool.views_with(n, out, |w| {
-            r = replay(base, stride, lens, next, |f, len| w.push(f, len, ts, 0));
-        });
-        r
-    })
-}
-
-/// [`replay`] of `n` frames into pool buffers of their own (every frame
-/// fits one: `len <= stride <= MAX_COPY`, and a frame's slot holds its
-/// length rounded up to 64 bytes), the blocks reserved as one slice; with
-/// `avx512`, through `CopyWriter::push_avx512`. Out of line, so that the
-/// views' loop in `make_batch` compiles as without it.
-///
-/// # Safety
-/// As for [`replay`], and `avx512` only where the CPU has AVX-512F.
-#[inline(never)]
-#[allow(clippy::too_many_arguments)]
-unsafe fn replay_copies(
-    base: *const u8,
-    stride: usize,
-    lens: &[u32],
-    next: usize,
-    n: usize,
-    ts: u64,
-    avx512: bool,
-    out: &mut Vec<Packet>,
-) -> (usize, u64) {
-    with_pool(|pool| {
-        let mut r = (next, 0);
-        pool.copies_with(n, out, |w| {
-            #[cfg(target_arch = "x86_64")]
-            if avx512 {
-                r = replay_avx512(w, base, stride, lens, next, ts);
-                return;
-            }
-            let _ = avx512;
-            r = replay(base, stride, lens, next, |f, len| w.push(f, len, ts));
-        });
-        r
-    })
-}
-
-/// [`replay`] of `n` frames too large for a pool buffer, each copied into
-/// a heap buffer of its own (out of line: rare, and it keeps the common
-/// loops' registers free).
-///
-/// # Safety
-/// As for [`replay`].
-#[cold]
-#[inline(never)]
-unsafe fn replay_to_heap(
-    base: *const u8,
-    stride: usize,
-    lens: &[u32],
-    next: usize,
-    n: usize,
-    ts: u64,
-    out: &mut Vec<Packet>,
-) -> (usize, u64) {
-    with_pool(|pool| {
-        replay(base, stride, lens, next, |f, len| {
-            if out.len() == n {
-                return false;
-            }
-            out.push(pool.copy(std::slice::from_raw_parts(f, len), ts));
-            true
+    /// `n` frames as zero-copy views, the blocks reserved as one slice of
+    /// the free list: each packet costs its metadata stores only.
+    ///
+    /// # Safety
+    /// As for [`replay`](Self::replay), and the frames outlive the packets.
+    #[inline(never)]
+    unsafe fn views(self, next: usize, n: usize, ts: u64, out: &mut Vec<Packet>) -> (usize, u64) {
+        with_pool(|pool| {
+            let mut r = (next, 0);
+            pool.views_with(n, out, |w| {
+                r = self.replay(next, |f, len| w.push(f, len, ts, 0));
+            });
+            r
         })
-    })
+    }
+
+    /// `n` frames copied into pool buffers of their own (every frame fits
+    /// one: `len <= stride <= MAX_COPY`, and a frame's slot holds its
+    /// length rounded up to 64 bytes), the blocks reserved as one slice;
+    /// with `avx512`, through `CopyWriter::push_avx512`.
+    ///
+    /// # Safety
+    /// As for [`replay`](Self::replay), and `avx512` only where the CPU has
+    /// AVX-512F.
+    #[inline(never)]
+    unsafe fn copies(
+        self,
+        next: usize,
+        n: usize,
+        ts: u64,
+        avx512: bool,
+        out: &mut Vec<Packet>,
+    ) -> (usize, u64) {
+        with_pool(|pool| {
+            let mut r = (next, 0);
+            pool.copies_with(n, out, |w| {
+                #[cfg(target_arch = "x86_64")]
+                if avx512 {
+                    r = self.copies_avx512(w, next, ts);
+                    return;
+                }
+                let _ = avx512;
+                r = self.replay(next, |f, len| w.push(f, len, ts));
+            });
+            r
+        })
+    }
+
+    /// [`replay`](Self::replay) into `w` with `CopyWriter::push_avx512`,
+    /// compiled for AVX-512F so that the push's stores inline into the loop.
+    ///
+    /// # Safety
+    /// As for [`copies`](Self::copies), and the CPU has AVX-512F.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx512f")]
+    unsafe fn copies_avx512(
+        self,
+        w: &mut CopyWriter<'_, '_>,
+        next: usize,
+        ts: u64,
+    ) -> (usize, u64) {
+        w.local(|w| self.replay(next, |f, len| w.push_avx512(f, len, ts)))
+    }
+
+    /// `n` frames too large for a pool buffer, each copied into a heap
+    /// buffer of its own (rare).
+    ///
+    /// # Safety
+    /// As for [`replay`](Self::replay).
+    #[cold]
+    #[inline(never)]
+    unsafe fn to_heap(self, next: usize, n: usize, ts: u64, out: &mut Vec<Packet>) -> (usize, u64) {
+        with_pool(|pool| {
+            self.replay(next, |f, len| {
+                if out.len() == n {
+                    return false;
+                }
+                out.push(pool.copy(std::slice::from_raw_parts(f, len), ts));
+                true
+            })
+        })
+    }
 }
 
 impl MemoryReplay {
@@ -416,27 +403,27 @@ impl MemoryReplay {
             n = n.min(left as usize);
         }
         let ts = if self.timestamp { ctx.recent_ns() } else { 0 };
-        let base = self.buf.as_ptr() as *const u8;
-        let (lens, stride) = (&self.lens[..], self.stride);
-        let next = self.next;
+        let frames = Frames {
+            base: self.buf.as_ptr() as *const u8,
+            stride: self.stride,
+            lens: &self.lens,
+        };
         let mut b = Batch::new();
         let out = b.vec_mut();
         // SAFETY: the frames are owned by this element, which lives as long
-        // as the router and so longer than any packet that may be read; the
-        // closures allocate packets only through the pool they are given;
-        // `next < lens.len()` and frame `next` lies at
-        // `next * stride` in `buf`.
+        // as the router and so longer than any packet that may be read;
+        // `self.next < lens.len()`.
         let (next, bytes) = unsafe {
-            if self.copy && stride <= MAX_COPY {
+            if self.copy && self.stride <= MAX_COPY {
                 #[cfg(target_arch = "x86_64")]
                 let avx512 = self.avx512;
                 #[cfg(not(target_arch = "x86_64"))]
                 let avx512 = false;
-                replay_copies(base, stride, lens, next, n, ts, avx512, out)
+                frames.copies(self.next, n, ts, avx512, out)
             } else if self.copy {
-                replay_to_heap(base, stride, lens, next, n, ts, out)
+                frames.to_heap(self.next, n, ts, out)
             } else {
-                replay_views(base, stride, lens, next, n, ts, out)
+                frames.views(self.next, n, ts, out)
             }
         };
         self.next = next;

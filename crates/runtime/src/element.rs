@@ -190,6 +190,17 @@ pub trait Element: Send + 'static {
         false
     }
 
+    /// True if the element calls other elements' handlers while it
+    /// processes packets ([`Ctx::call_handler`], e.g. Counter's
+    /// `COUNT_CALL`). A push into such an element waits on the thread's work
+    /// stack until no other element is running; other pushes call the next
+    /// element directly, so the elements upstream of it are busy meanwhile
+    /// and a handler call to one of them fails. Asked once, after
+    /// `initialize`.
+    fn calls_handlers(&self) -> bool {
+        false
+    }
+
     /// Downcasting support.
     fn as_any(&self) -> &dyn Any;
 }

@@ -877,7 +877,11 @@ fn make_graph(
                 .enumerate()
                 .map(|(p, cs)| match (mine, el.outputs[p], cs.first()) {
                     (true, Processing::Push, Some(&(t, tp))) if thread_of[t] == me => {
-                        Edge::Local(t as u32, tp as u32)
+                        if elems[t].as_ref().is_some_and(|x| x.calls_handlers()) {
+                            Edge::Stacked(t as u32, tp as u32)
+                        } else {
+                            Edge::Local(t as u32, tp as u32)
+                        }
                     }
                     (true, Processing::Push, Some(&(t, tp))) => {
                         let r = Arc::new(Ring::new(ring_capacity));

@@ -291,6 +291,11 @@ impl AggregateCounter {
 }
 
 impl Element for AggregateCounter {
+    fn calls_handlers(&self) -> bool {
+        matches!(self.call_nnz, Some((_, Action::Call(..))))
+            || matches!(self.call_count, Some((_, Action::Call(..))))
+    }
+
     fn push(&mut self, port: usize, mut batch: Batch, ctx: &mut Ctx<'_>) {
         if std::mem::take(&mut self.stop_requested) {
             ctx.stop_router();

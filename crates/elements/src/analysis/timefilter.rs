@@ -197,6 +197,10 @@ impl TimeFilter {
 }
 
 impl Element for TimeFilter {
+    fn calls_handlers(&self) -> bool {
+        self.last_h.is_some()
+    }
+
     fn initialize(&mut self, _ctx: &mut InitCtx<'_>) -> Result<(), String> {
         let now = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)

@@ -582,6 +582,10 @@ impl IpfixExport {
 }
 
 impl Element for IpfixExport {
+    fn calls_handlers(&self) -> bool {
+        self.ignored_handler.is_some()
+    }
+
     fn initialize(&mut self, _ctx: &mut InitCtx<'_>) -> Result<(), String> {
         self.tx.open()
     }

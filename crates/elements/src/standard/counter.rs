@@ -236,6 +236,10 @@ impl Counter {
 }
 
 impl Element for Counter {
+    fn calls_handlers(&self) -> bool {
+        self.count_call.is_some() || self.byte_call.is_some()
+    }
+
     fn initialize(&mut self, ctx: &mut InitCtx<'_>) -> Result<(), String> {
         self.simtime = ctx.simtime();
         Ok(())

@@ -1568,6 +1568,10 @@ impl Script {
 }
 
 impl Element for Script {
+    fn calls_handlers(&self) -> bool {
+        true
+    }
+
     fn push(&mut self, port: usize, mut batch: Batch, ctx: &mut Ctx<'_>) {
         let mut cur = Batch::new();
         let mut cur_port = 0usize;

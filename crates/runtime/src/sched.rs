@@ -16,7 +16,7 @@
 use crate::batch::{Batch, MAX_BATCH};
 use crate::element::Element;
 use crate::ring::Ring;
-use crate::time::Clock;
+use crate::time::{Clock, RecentClock};
 use std::cell::RefCell;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -132,6 +132,8 @@ pub(crate) struct State {
     stop_voted: bool,
     /// The clock as first read in the current scheduler round (0: not yet).
     recent: std::cell::Cell<u64>,
+    /// What that read reads on the real clock.
+    recent_clock: RecentClock,
 }
 
 /// How a thread executes a handler request on one of its elements.
@@ -145,7 +147,10 @@ impl State {
     fn recent_ns(&self) -> u64 {
         match self.recent.get() {
             0 => {
-                let t = self.clock.now_ns();
+                let t = match self.clock {
+                    Clock::Real => self.recent_clock.now_ns(),
+                    Clock::Sim(t) => t,
+                };
                 self.recent.set(t);
                 t
             }
@@ -174,6 +179,7 @@ impl State {
             handler_fn,
             stop_voted: false,
             recent: std::cell::Cell::new(0),
+            recent_clock: RecentClock::new(),
         }
     }
 }

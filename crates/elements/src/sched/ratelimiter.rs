@@ -257,10 +257,13 @@ impl Bucket {
 /// `x % d` for a fixed divisor `d` of 32 bits without a division (Lemire,
 /// Kaser and Kurz, "Faster remainder by direct computation", 2019: with a
 /// 64-bit multiplier the remainder is exact for every 32-bit `x` and `d`).
+/// A power of two (1024 classes, say) is a mask instead.
 #[derive(Debug, Clone, Copy)]
 struct FastMod {
     d: u32,
     m: u64,
+    /// `d - 1` when `d` is a power of two.
+    mask: Option<u32>,
 }
 
 impl FastMod {
@@ -269,11 +272,15 @@ impl FastMod {
         FastMod {
             d,
             m: (u64::MAX / d as u64).wrapping_add(1),
+            mask: d.is_power_of_two().then(|| d - 1),
         }
     }
 
     #[inline]
     fn rem(self, x: u32) -> u32 {
+        if let Some(mask) = self.mask {
+            return x & mask;
+        }
         let low = self.m.wrapping_mul(x as u64);
         ((low as u128 * self.d as u128) >> 64) as u32
     }

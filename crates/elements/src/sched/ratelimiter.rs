@@ -74,10 +74,12 @@
 //! refill time, packets seen, packets dropped: passed is seen minus
 //! dropped), so a packet touches one half cache line and one bounds check;
 //! the class is the annotation or flow hash modulo `CLASSES` by Lemire's
-//! multiply-only remainder, and the loop is compiled once per unit and way
-//! of reading the class, so it asks neither per packet. A bucket is
-//! refilled when its class is first seen in a round (an empty batch starts
-//! no clock). The conform decision and the level update are branch-free.
+//! multiply-only remainder (a mask when `CLASSES` is a power of two), and
+//! the loop is compiled once per unit and way of reading the class, so it
+//! asks neither per packet. A bucket is refilled at each of its packets,
+//! which adds nothing after the first of a round (an empty batch starts no
+//! clock). The refill, the conform decision and the level update are
+//! branch-free.
 //! A single bucket keeps its level in a register: with a packet rate the
 //! batch's first `level / cost` packets conform; with a bandwidth the loop
 //! runs to the first packet that does not, then checks the rest (a
@@ -242,15 +244,15 @@ struct Bucket {
 impl Bucket {
     /// Refills the bucket at `now` (the first sight of a class only starts
     /// its clock).
+    /// Without a branch: `NEVER` adds nothing (`now - NEVER` saturates to
+    /// 0) and becomes `now`; a clock that went back adds nothing and keeps
+    /// `last`.
     #[inline]
     fn refill(&mut self, rate: u64, cap: u64, now: u64) {
-        if self.last == NEVER {
-            self.last = now;
-        } else if now > self.last {
-            let add = (now - self.last).saturating_mul(rate);
-            self.level = self.level.saturating_add(add).min(cap);
-            self.last = now;
-        }
+        let add = now.saturating_sub(self.last).saturating_mul(rate);
+        self.level = self.level.saturating_add(add).min(cap);
+        // max(now, last) with NEVER below every time: NEVER + 1 wraps to 0.
+        self.last = (now + 1).max(self.last.wrapping_add(1)) - 1;
     }
 }
 
@@ -394,9 +396,7 @@ impl FastBuckets {
         let mut ok_n = 0usize;
         for (p, d) in batch.iter().zip(self.dec.iter_mut()) {
             let b = &mut buckets[modulus.rem(value(p)) as usize];
-            if b.last != now {
-                b.refill(rate, cap, now);
-            }
+            b.refill(rate, cap, now);
             let cost = if BITS { p.len() as u64 * (8 * NS) } else { NS };
             let ok = b.level >= cost;
             b.level -= if ok { cost } else { 0 };

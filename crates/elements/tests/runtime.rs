@@ -480,21 +480,9 @@ fn dispatch_log(
     let _one = ONE_RUN.lock().unwrap_or_else(|e| e.into_inner());
     LOG.lock().unwrap().clear();
     let mut reg = registry_with("Log", "1/1", "a/a", make);
-    reg.add(linerate_runtime::ElementClass {
-        name: "StackedLog",
-        port_count: "1/1",
-        processing: "a/a",
-        doc: "",
-        make: make_stacked,
-    });
-    if let Some((name, port_count, processing, make)) = extra {
-        reg.add(linerate_runtime::ElementClass {
-            name,
-            port_count,
-            processing,
-            doc: "",
-            make,
-        });
+    reg.add(class("StackedLog", "1/1", "a/a", make_stacked));
+    if let Some((name, ports, processing, make)) = extra {
+        reg.add(class(name, ports, processing, make));
     }
     let c = config(&reg, config_text);
     Router::build(&c, &reg, RouterOptions::default())
@@ -508,8 +496,8 @@ fn dispatch_log(
 fn a_batch_pushed_to_output_0_is_processed_before_output_1s() {
     // Tee's output 0 leads through two elements, output 1 to one; then the
     // same after a chain of 100 elements, deeper than direct calls go (the
-    // rest pass through the work stack, in the same order).
-    // With some of the Logs reached through the work stack, too.
+    // rest pass through the work stack, in the same order); and with some
+    // of the Logs reached through the work stack.
     let chain = "Null -> ".repeat(100);
     for head in ["", chain.as_str()] {
         for (b, c) in [("Log", "Log"), ("StackedLog", "Log"), ("Log", "StackedLog")] {
@@ -591,8 +579,7 @@ fn batches_pushed_while_an_element_is_pulled_keep_their_order() {
     }
 }
 
-/// The element registry with a test element class `name` with `ports` and
-/// `processing` (Click's codes, e.g. `1/1` and `a/a`) made by `make`.
+/// The element registry with a test element class (see [`class`]).
 fn registry_with(
     name: &'static str,
     ports: &'static str,
@@ -600,12 +587,23 @@ fn registry_with(
     make: linerate_runtime::element::MakeFn,
 ) -> linerate_runtime::Registry {
     let mut reg = linerate_elements::registry();
-    reg.add(linerate_runtime::ElementClass {
+    reg.add(class(name, ports, processing, make));
+    reg
+}
+
+/// A test element class `name` with `ports` and `processing` (Click's
+/// codes, e.g. `1/1` and `a/a`) made by `make`.
+fn class(
+    name: &'static str,
+    ports: &'static str,
+    processing: &'static str,
+    make: linerate_runtime::element::MakeFn,
+) -> linerate_runtime::ElementClass {
+    linerate_runtime::ElementClass {
         name,
         port_count: ports,
         processing,
         doc: "",
         make,
-    });
-    reg
+    }
 }

@@ -94,7 +94,7 @@ impl RecentClock {
         if d >= self.span.get() {
             return self.reanchor();
         }
-        // d < a millisecond's ticks and mult < 2^32 · 1 ns: no overflow.
+        // d < span: the scaled value is under a millisecond.
         self.monotone(na + ((u128::from(d) * u128::from(self.mult.get())) >> 32) as u64)
     }
 

@@ -55,6 +55,15 @@ pub(crate) struct Graph {
     pub in_rings: Vec<(Arc<Ring>, u32, u32)>,
 }
 
+impl Graph {
+    /// Element `e` on this thread, borrowed; `None` if it runs elsewhere or
+    /// is running already.
+    #[inline]
+    fn idle(&self, e: u32) -> Option<std::cell::RefMut<'_, Box<dyn Element>>> {
+        self.elems[e as usize].as_ref()?.try_borrow_mut().ok()
+    }
+}
+
 /// A handler call sent to a running thread.
 pub(crate) struct Request {
     pub elem: usize,
@@ -204,10 +213,7 @@ impl<'a> Ctx<'a> {
         match self.g.out[self.me as usize].get(port) {
             Some(&Edge::Local(e, p)) => {
                 if self.s.stack.is_empty() && self.s.depth < MAX_DEPTH {
-                    if let Some(Ok(mut el)) = self.g.elems[e as usize]
-                        .as_ref()
-                        .map(|c| c.try_borrow_mut())
-                    {
+                    if let Some(mut el) = self.g.idle(e) {
                         self.s.counters[e as usize].packets_in += batch.len() as u64;
                         self.s.depth += 1;
                         let mut ctx = Ctx {
@@ -232,8 +238,7 @@ impl<'a> Ctx<'a> {
     #[inline]
     pub fn pull(&mut self, port: usize, max: usize) -> Option<Batch> {
         let (u, up) = (*self.g.inp[self.me as usize].get(port)?)?;
-        let cell = self.g.elems[u as usize].as_ref()?;
-        let mut e = cell.try_borrow_mut().ok()?;
+        let mut e = self.g.idle(u)?;
         // Batches the upstream element pushes meanwhile and that wait on the
         // work stack stay in the order they were pushed: the element that
         // pulls is running, and its own activation orders them with the
@@ -447,10 +452,7 @@ impl InitCtx<'_> {
 }
 
 fn activate(g: &Graph, s: &mut State, elem: u32, f: impl FnOnce(&mut dyn Element, &mut Ctx<'_>)) {
-    let Some(cell) = g.elems[elem as usize].as_ref() else {
-        return;
-    };
-    let Ok(mut e) = cell.try_borrow_mut() else {
+    let Some(mut e) = g.idle(elem) else {
         return;
     };
     let mark = s.stack.len();

@@ -74,12 +74,11 @@
 //! refill time, packets seen, packets dropped: passed is seen minus
 //! dropped), so a packet touches one half cache line and one bounds check;
 //! the class is the annotation or flow hash modulo `CLASSES` by Lemire's
-//! multiply-only remainder (a mask when `CLASSES` is a power of two), and
-//! the loop is compiled once per unit and way of reading the class, so it
-//! asks neither per packet. A bucket is refilled at each of its packets,
-//! which adds nothing after the first of a round (an empty batch starts no
-//! clock). The refill, the conform decision and the level update are
-//! branch-free.
+//! multiply-only remainder, and the loop is compiled once per unit and way
+//! of reading the class, so it asks neither per packet. A bucket is
+//! refilled at each of its packets, which adds nothing after the first of
+//! a round (an empty batch starts no clock). The refill, the conform
+//! decision and the level update are branch-free.
 //! A single bucket keeps its level in a register: with a packet rate the
 //! batch's first `level / cost` packets conform; with a bandwidth the loop
 //! runs to the first packet that does not, then checks the rest (a
@@ -242,11 +241,9 @@ struct Bucket {
 }
 
 impl Bucket {
-    /// Refills the bucket at `now` (the first sight of a class only starts
-    /// its clock).
-    /// Without a branch: `NEVER` adds nothing (`now - NEVER` saturates to
-    /// 0) and becomes `now`; a clock that went back adds nothing and keeps
-    /// `last`.
+    /// Refills the bucket at `now`, without a branch: the first sight of a
+    /// class only starts its clock (`now - NEVER` saturates to 0), and a
+    /// clock that went back adds nothing and keeps `last`.
     #[inline]
     fn refill(&mut self, rate: u64, cap: u64, now: u64) {
         let add = now.saturating_sub(self.last).saturating_mul(rate);
@@ -259,13 +256,10 @@ impl Bucket {
 /// `x % d` for a fixed divisor `d` of 32 bits without a division (Lemire,
 /// Kaser and Kurz, "Faster remainder by direct computation", 2019: with a
 /// 64-bit multiplier the remainder is exact for every 32-bit `x` and `d`).
-/// A power of two (1024 classes, say) is a mask instead.
 #[derive(Debug, Clone, Copy)]
 struct FastMod {
     d: u32,
     m: u64,
-    /// `d - 1` when `d` is a power of two.
-    mask: Option<u32>,
 }
 
 impl FastMod {
@@ -274,15 +268,11 @@ impl FastMod {
         FastMod {
             d,
             m: (u64::MAX / d as u64).wrapping_add(1),
-            mask: d.is_power_of_two().then(|| d - 1),
         }
     }
 
     #[inline]
     fn rem(self, x: u32) -> u32 {
-        if let Some(mask) = self.mask {
-            return x & mask;
-        }
         let low = self.m.wrapping_mul(x as u64);
         ((low as u128 * self.d as u128) >> 64) as u32
     }

@@ -58,11 +58,13 @@ unsafe impl Zeroed for u64 {}
 pub(crate) struct Huge<T: Zeroed> {
     ptr: std::ptr::NonNull<T>,
     len: usize,
+    /// Whether mapped pages are populated when made (see [`Huge::lazy`]).
+    populate: bool,
 }
 
 /// A fresh anonymous mapping of `bytes` (a multiple of the page size),
-/// populated now: the kernel zero-fills its pages as it maps them, so
-/// nothing is written twice (the allocator's memory had to be zeroed again
+/// populated now if `populate` (else as its pages are first touched): the
+/// kernel zero-fills its pages as it maps them, so nothing is written twice (the allocator's memory had to be zeroed again
 /// by `memset`, after the kernel had zeroed it on the first write), and no
 /// page faults are left for the first packets. With `huge` (`bytes` a
 /// multiple of 2 MiB) it starts at a 2 MiB boundary and is advised into
@@ -80,12 +82,13 @@ pub(crate) struct Huge<T: Zeroed> {
 /// With `old`, a huge mapping of this kind (address and size, less than
 /// `bytes`), its pages are moved to the head of the new mapping (`mremap`:
 /// page tables moved, nothing copied or zeroed again) and only the rest is
-/// populated; `old` is gone then, and untouched if this returns `None`.
+/// populated (if at all); `old` is gone then, and untouched if this returns `None`.
 #[cfg(target_os = "linux")]
 fn map_zeroed(
     bytes: usize,
     huge: bool,
     old: Option<(*mut u8, usize)>,
+    populate: bool,
 ) -> Option<std::ptr::NonNull<u8>> {
     const HUGE: usize = 2 << 20;
     let span = if huge {
@@ -100,7 +103,9 @@ fn map_zeroed(
     // backed (all of it is zero either way).
     unsafe {
         if !huge {
-            libc::madvise(p as *mut libc::c_void, bytes, libc::MADV_POPULATE_WRITE);
+            if populate {
+                libc::madvise(p as *mut libc::c_void, bytes, libc::MADV_POPULATE_WRITE);
+            }
             return std::ptr::NonNull::new(p);
         }
         if a > start {
@@ -120,11 +125,13 @@ fn map_zeroed(
             }
             fresh += n;
         }
-        libc::madvise(
-            fresh as *mut libc::c_void,
-            a + bytes - fresh,
-            libc::MADV_POPULATE_WRITE,
-        );
+        if populate {
+            libc::madvise(
+                fresh as *mut libc::c_void,
+                a + bytes - fresh,
+                libc::MADV_POPULATE_WRITE,
+            );
+        }
     }
     std::ptr::NonNull::new(a as *mut u8)
 }
@@ -157,15 +164,32 @@ impl<T: Zeroed> Huge<T> {
 
     /// `len` all-zero entries.
     pub(crate) fn new(len: usize) -> Huge<T> {
+        Self::make(len, true)
+    }
+
+    /// `len` all-zero entries whose pages, where the array is a mapping,
+    /// are mapped as they are first touched rather than now: for an array
+    /// written in order before it is read (a slab handed out from its
+    /// start), whose tail may never be needed. Populating is for arrays
+    /// read at random: a first read of an untouched page maps the shared
+    /// zero page, and the write after it takes a copy-on-write fault (see
+    /// [`map_zeroed`]); a first write maps a zeroed page at once. Growing
+    /// keeps the choice.
+    pub(crate) fn lazy(len: usize) -> Huge<T> {
+        Self::make(len, false)
+    }
+
+    fn make(len: usize, populate: bool) -> Huge<T> {
         let Some(l) = Self::layout(len) else {
             return Huge {
                 ptr: std::ptr::NonNull::dangling(),
                 len,
+                populate,
             };
         };
         #[cfg(target_os = "linux")]
         let p = if Self::mapped(l) {
-            map_zeroed(l.size(), l.align() == Self::PAGE, None)
+            map_zeroed(l.size(), l.align() == Self::PAGE, None, populate)
                 .map_or(std::ptr::null_mut(), |p| p.as_ptr())
         } else {
             // SAFETY: `l` has a non-zero size.
@@ -178,7 +202,7 @@ impl<T: Zeroed> Huge<T> {
             std::alloc::handle_alloc_error(l)
         };
         // All-zero bytes are a valid `T` (`Zeroed`).
-        Huge { ptr, len }
+        Huge { ptr, len, populate }
     }
 
     /// Lengthen the array to `len` entries (at least as many as now), the
@@ -190,14 +214,14 @@ impl<T: Zeroed> Huge<T> {
         if let (Some(o), Some(l)) = (Self::layout(self.len), Self::layout(len)) {
             if o.align() == Self::PAGE && l.align() == Self::PAGE {
                 let old = (self.ptr.as_ptr() as *mut u8, o.size());
-                if let Some(p) = map_zeroed(l.size(), true, Some(old)) {
+                if let Some(p) = map_zeroed(l.size(), true, Some(old), self.populate) {
                     // The old mapping's pages are the new one's head.
                     (self.ptr, self.len) = (p.cast(), len);
                     return;
                 }
             }
         }
-        let mut v = Huge::new(len);
+        let mut v = Huge::make(len, self.populate);
         v[..self.len].copy_from_slice(self);
         *self = v;
     }
@@ -243,9 +267,10 @@ unsafe impl<T: Zeroed + Send> Send for Huge<T> {}
 mod tests {
     use super::Huge;
 
-    /// Whether every page of `v` is mapped (`mincore`).
+    /// How many of `v`'s pages are mapped (`mincore`; `v` starts on a
+    /// page boundary).
     #[cfg(target_os = "linux")]
-    fn resident(v: &[u64]) -> bool {
+    fn resident_pages(v: &[u64]) -> usize {
         let pages = (v.len() * 8).div_ceil(4096);
         let mut vec = vec![0u8; pages];
         // SAFETY: `v` is page-aligned here and spans `pages` pages; `vec`
@@ -257,7 +282,14 @@ mod tests {
                 vec.as_mut_ptr(),
             )
         };
-        r == 0 && vec.iter().all(|&b| b & 1 == 1)
+        assert_eq!(r, 0, "mincore");
+        vec.iter().filter(|&&b| b & 1 == 1).count()
+    }
+
+    /// Whether every page of `v` is mapped.
+    #[cfg(target_os = "linux")]
+    fn resident(v: &[u64]) -> bool {
+        resident_pages(v) == (v.len() * 8).div_ceil(4096)
     }
 
     #[test]
@@ -322,5 +354,28 @@ mod tests {
                 assert!(resident(&v));
             }
         }
+    }
+
+    #[test]
+    #[cfg(target_os = "linux")]
+    fn lazy_arrays_map_pages_as_they_are_written_and_grow_lazily() {
+        let half = (8 << 20) / 8;
+        let mut v = Huge::<u64>::lazy(half);
+        assert_eq!(resident_pages(&v), 0, "nothing mapped before a write");
+        v[0] = 7;
+        v[half - 1] = 9;
+        let r = resident_pages(&v);
+        // A 4 KiB or a 2 MiB page at each end.
+        assert!((2..=1024).contains(&r), "{r} pages mapped after two writes");
+        v.grow(2 * half);
+        assert_eq!(
+            resident_pages(&v[half..]),
+            0,
+            "the added half is not populated"
+        );
+        assert_eq!((v[0], v[half - 1]), (7, 9));
+        assert!(v[half..].iter().all(|&x| x == 0));
+        v[2 * half - 1] = 1;
+        assert_eq!(v[2 * half - 1], 1);
     }
 }

@@ -123,6 +123,14 @@ pub fn cases(_dir: &Path) -> Vec<Case> {
             "RateLimiter(10Gbps)",
             "one bucket, bits/s, part conform (excess dropped)",
         ),
+        // The next row's parser on the same traffic, to subtract from it
+        // (as MarkIPHeader's row is for MicroflowTable).
+        Case::header(
+            "L4Parser",
+            "L4Parser",
+            "parser alone (subtract from RateLimiter's 1024 classes)",
+            |s| traffic::udp4(1024, s),
+        ),
         classes(),
         rss("IPv4/UDP 4-tuple over 4 outputs", |s| {
             traffic::udp4(1024, s)

@@ -64,9 +64,10 @@ pub(crate) struct Huge<T: Zeroed> {
 
 /// A fresh anonymous mapping of `bytes` (a multiple of the page size),
 /// populated now if `populate` (else as its pages are first touched): the
-/// kernel zero-fills its pages as it maps them, so nothing is written twice (the allocator's memory had to be zeroed again
-/// by `memset`, after the kernel had zeroed it on the first write), and no
-/// page faults are left for the first packets. With `huge` (`bytes` a
+/// kernel zero-fills its pages as it maps them, so nothing is written
+/// twice (the allocator's memory had to be zeroed again by `memset`, after
+/// the kernel had zeroed it on the first write), and, populated, no page
+/// faults are left for the first packets. With `huge` (`bytes` a
 /// multiple of 2 MiB) it starts at a 2 MiB boundary and is advised into
 /// huge pages first. `None` if the mapping fails; a kernel without
 /// `MADV_POPULATE_WRITE` (before Linux 5.14) leaves the pages to be
@@ -82,7 +83,8 @@ pub(crate) struct Huge<T: Zeroed> {
 /// With `old`, a huge mapping of this kind (address and size, less than
 /// `bytes`), its pages are moved to the head of the new mapping (`mremap`:
 /// page tables moved, nothing copied or zeroed again) and only the rest is
-/// populated (if at all); `old` is gone then, and untouched if this returns `None`.
+/// populated (if at all); `old` is gone then, and untouched if this
+/// returns `None`.
 #[cfg(target_os = "linux")]
 fn map_zeroed(
     bytes: usize,

@@ -331,6 +331,20 @@ impl Packet {
         p
     }
 
+    /// Allocate a packet of `len` bytes whose data `fill` writes in place,
+    /// for data built field by field (a record): no zero fill as in
+    /// [`Packet::new`], and no staging value on the stack to copy as in
+    /// [`Packet::from_slice`] (read back in wider loads than it was
+    /// written in, such a value stalls on store forwarding). The bytes
+    /// `fill` finds are a reused buffer's (an earlier packet's data, or
+    /// zeros), never uninitialised memory; it must overwrite all of them.
+    #[inline]
+    pub fn filled(len: usize, fill: impl FnOnce(&mut [u8])) -> Packet {
+        let mut p = Self::uninit(HEADROOM, len);
+        fill(p.data_mut_unchecked());
+        p
+    }
+
     /// Allocate with the given headroom and length; the data bytes are
     /// whatever the buffer held before and must be overwritten by the caller.
     #[inline]
@@ -1390,6 +1404,26 @@ mod tests {
         );
         assert!(!a.is_shared());
         assert_eq!((b.data(), b.timestamp_ns()), (&big[..], 6));
+    }
+
+    #[test]
+    fn filled_packets_hold_what_fill_wrote() {
+        let _heap = heap_lock();
+        for len in [0, 120, DATA_ROOM + 100] {
+            let p = Packet::filled(len, |d| {
+                assert_eq!(d.len(), len);
+                for (i, b) in d.iter_mut().enumerate() {
+                    *b = i as u8 ^ 0x5a;
+                }
+            });
+            assert_eq!((p.len(), p.headroom()), (len, HEADROOM));
+            assert!(p
+                .data()
+                .iter()
+                .enumerate()
+                .all(|(i, &b)| b == i as u8 ^ 0x5a));
+            assert!(!p.is_shared());
+        }
     }
 
     #[test]

@@ -1,0 +1,201 @@
+//! The floor for table lookups: what one core's random reads of 64-byte lines cost
+//! on this machine, by working-set size.
+//!
+//! `mem_floor [--batch B] [MB ...]` (default sizes 1 2 4 8 16 32 64 128, batch 64)
+//! maps an anonymous region of each size on 2 MiB pages where the kernel gives them
+//! (`MADV_HUGEPAGE`, then every page written: as the tables' `Huge` arrays), and
+//! measures two things, best of three passes each:
+//!
+//! - **chase**: a dependent walk through every line in a random cyclic order (each
+//!   load's address comes from the line before): the latency of one random line.
+//! - **batch**: groups of `B` random lines, as the tables' batched lookups read them:
+//!   every line of a group prefetched (`prefetcht0`), then every line read and summed.
+//!   The ns per line is the throughput the core's outstanding misses allow: a table
+//!   whose lookups each read one random line of a region this size cannot be faster
+//!   than this, whatever its code.
+//!
+//! It prints one row per size, with the region's share on 2 MiB pages (from
+//! `/proc/self/smaps_rollup`), and the machine. Where the last level cache is shared
+//! with other guests, a region well below its nominal size already reads from memory:
+//! the chase column shows where.
+
+use std::hint::black_box;
+use std::process::ExitCode;
+use std::time::Instant;
+
+use linerate_bench::rng::Rng;
+
+const LINE: usize = 64;
+
+/// An anonymous, private, read-write mapping of `len` bytes, advised onto 2 MiB
+/// pages and written once (so every page is present before timing).
+struct Region {
+    ptr: *mut u8,
+    len: usize,
+}
+
+impl Region {
+    fn new(len: usize) -> Option<Region> {
+        // SAFETY: a fresh anonymous mapping; nothing else refers to it.
+        let ptr = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        if ptr == libc::MAP_FAILED {
+            return None;
+        }
+        // SAFETY: the mapping just made; advice only.
+        unsafe { libc::madvise(ptr, len, libc::MADV_HUGEPAGE) };
+        // SAFETY: `len` writable bytes at `ptr`.
+        unsafe { std::ptr::write_bytes(ptr as *mut u8, 1, len) };
+        Some(Region {
+            ptr: ptr as *mut u8,
+            len,
+        })
+    }
+
+    fn lines(&self) -> usize {
+        self.len / LINE
+    }
+
+    /// The first word of line `i` (`i < lines()`).
+    #[inline(always)]
+    fn word(&self, i: usize) -> *mut u64 {
+        self.ptr.wrapping_add(i * LINE) as *mut u64
+    }
+}
+
+impl Drop for Region {
+    fn drop(&mut self) {
+        // SAFETY: the mapping made in `new`, unmapped once.
+        unsafe { libc::munmap(self.ptr as *mut libc::c_void, self.len) };
+    }
+}
+
+/// ns per line of a dependent walk of `steps` lines through a random cycle over
+/// every line of `r` (Sattolo's algorithm: one cycle, so the walk never settles
+/// into a short loop that fits a cache).
+fn chase(r: &Region, rng: &mut Rng, steps: usize) -> f64 {
+    let n = r.lines();
+    let mut next: Vec<u32> = (0..n as u32).collect();
+    for i in (1..n).rev() {
+        let j = rng.below(i as u64) as usize;
+        next.swap(i, j);
+    }
+    for (i, &j) in next.iter().enumerate() {
+        // SAFETY: `i < n`: a word of the region.
+        unsafe { r.word(i).write(j as u64) };
+    }
+    drop(next);
+    let mut best = f64::INFINITY;
+    for _ in 0..3 {
+        let mut at = 0usize;
+        let t = Instant::now();
+        for _ in 0..steps {
+            // SAFETY: every stored index is below `n`.
+            at = unsafe { r.word(at).read() } as usize;
+        }
+        best = best.min(t.elapsed().as_secs_f64() * 1e9 / steps as f64);
+        black_box(at);
+    }
+    best
+}
+
+/// ns per line of `groups` groups of `batch` random lines, each group prefetched
+/// whole and then read. The line numbers come from an xorshift generator inline
+/// (three shifts and a multiply a line), not from memory.
+fn batched(r: &Region, seed: u64, batch: usize, groups: usize) -> f64 {
+    let n = r.lines() as u64;
+    let mut idx = vec![0usize; batch];
+    let mut best = f64::INFINITY;
+    for pass in 0..3u64 {
+        let mut x = seed ^ pass.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+        let mut sum = 0u64;
+        let t = Instant::now();
+        for _ in 0..groups {
+            for slot in idx.iter_mut() {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                *slot = ((u128::from(x) * u128::from(n)) >> 64) as usize;
+                prefetch(r.word(*slot));
+            }
+            for &i in &idx {
+                // SAFETY: `i < n`: a word of the region.
+                sum = sum.wrapping_add(unsafe { r.word(i).read() });
+            }
+        }
+        best = best.min(t.elapsed().as_secs_f64() * 1e9 / (groups * batch) as f64);
+        black_box(sum);
+    }
+    best
+}
+
+#[inline(always)]
+fn prefetch(p: *const u64) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch is a hint and never faults.
+    unsafe {
+        std::arch::x86_64::_mm_prefetch(p as *const i8, std::arch::x86_64::_MM_HINT_T0)
+    };
+    #[cfg(not(target_arch = "x86_64"))]
+    black_box(p);
+}
+
+/// kB of this process's anonymous memory on 2 MiB pages.
+fn anon_huge_kb() -> u64 {
+    std::fs::read_to_string("/proc/self/smaps_rollup")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("AnonHugePages:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        })
+        .unwrap_or(0)
+}
+
+fn main() -> ExitCode {
+    let mut batch = 64usize;
+    let mut sizes = Vec::new();
+    let mut args = std::env::args().skip(1);
+    while let Some(a) = args.next() {
+        let parsed = if a == "--batch" {
+            args.next().and_then(|b| b.parse().ok()).map(|b| batch = b)
+        } else {
+            a.parse::<usize>().ok().map(|mb| sizes.push(mb))
+        };
+        if parsed.is_none() || batch == 0 {
+            eprintln!("usage: mem_floor [--batch B] [MB ...]");
+            return ExitCode::from(2);
+        }
+    }
+    if sizes.is_empty() {
+        sizes = vec![1, 2, 4, 8, 16, 32, 64, 128];
+    }
+    println!("| working set | on 2 MiB pages | chase: ns a line | batch of {batch}: ns a line |");
+    println!("|---:|---:|---:|---:|");
+    let mut machine = linerate_model::Machine::current();
+    let mut rng = Rng(0x5eed);
+    for mb in sizes {
+        let Some(r) = Region::new(mb << 20) else {
+            eprintln!("mem_floor: cannot map {mb} MB");
+            return ExitCode::FAILURE;
+        };
+        let huge = anon_huge_kb() as f64 / (mb << 10) as f64;
+        let c = chase(&r, &mut rng, 2_000_000);
+        let b = batched(&r, rng.next_u64(), batch, 16_000_000 / batch);
+        println!(
+            "| {mb} MB | {:.0} % | {c:.1} | {b:.2} |",
+            (huge * 100.0).min(100.0)
+        );
+    }
+    machine.end();
+    println!("\nmachine: {}", machine.summary());
+    ExitCode::SUCCESS
+}

@@ -45,6 +45,10 @@ pub struct Point {
     /// Nanoseconds per packet on the model's clock: `seconds / packets` or
     /// `cpu_seconds / packets`.
     pub ns_per_packet: f64,
+    /// The core's speed around the run, GHz: the slower of the probes
+    /// ([`core_speed`]) just before and just after it.
+    #[serde(default)]
+    pub core_ghz: Option<f64>,
 }
 
 /// How noisy the measurements were.
@@ -72,6 +76,12 @@ pub struct Machine {
     pub load_before: Option<[f64; 3]>,
     /// The same after it.
     pub load_after: Option<[f64; 3]>,
+    /// The core's speed before the measurement ([`core_speed_ghz`]).
+    #[serde(default)]
+    pub speed_before: Option<f64>,
+    /// The same after it.
+    #[serde(default)]
+    pub speed_after: Option<f64>,
 }
 
 impl Machine {
@@ -94,26 +104,73 @@ impl Machine {
                 .unwrap_or_default(),
             load_before: loadavg(),
             load_after: None,
+            speed_before: core_speed_ghz(),
+            speed_after: None,
         }
     }
 
-    /// Record the load average at the end of a measurement.
+    /// Record the load average and the core's speed at the end of a
+    /// measurement.
     pub fn end(&mut self) {
         self.load_after = loadavg();
+        self.speed_after = core_speed_ghz();
     }
 
-    /// One line for a report: `CPU, N CPUs, kernel K, load average A before, B after`
-    /// (1-minute averages; `-` where the system does not report them).
+    /// One line for a report: `CPU, N CPUs, kernel K, load average A before, B after,
+    /// core X GHz before, Y after` (1-minute averages; `-` where the system does not
+    /// report them or the probe does not run).
     pub fn summary(&self) -> String {
         let load = |l: Option<[f64; 3]>| l.map_or("-".to_string(), |l| format!("{:.2}", l[0]));
+        let speed = |g: Option<f64>| g.map_or("-".to_string(), |g| format!("{g:.2}"));
         format!(
-            "{}, {} CPUs, kernel {}, load average {} before, {} after",
+            "{}, {} CPUs, kernel {}, load average {} before, {} after, core {} GHz before, {} after",
             self.cpu,
             self.cpus,
             self.kernel,
             load(self.load_before),
-            load(self.load_after)
+            load(self.load_after),
+            speed(self.speed_before),
+            speed(self.speed_after)
         )
+    }
+}
+
+/// How fast this thread's core runs now, in additions a nanosecond: a chain of
+/// dependent 64-bit additions (one a cycle on any out-of-order x86-64 core)
+/// timed on the wall clock, the fastest of three 10-million-step chains (about
+/// 3 ms each at 3 GHz). It reads the clock the core actually ran at, and less
+/// where the thread lost the core or shared it with a busy sibling: on a shared
+/// virtual machine the same vCPU measured 3.3 and 1.9 within a minute (session
+/// 19), and every timing taken meanwhile moves with it, so reports print it
+/// next to the load average. `None` off x86-64.
+pub fn core_speed_ghz() -> Option<f64> {
+    core_speed(10_000_000)
+}
+
+/// [`core_speed_ghz`] with chains of `steps` additions (a million take about
+/// 0.3 ms at 3 GHz: short enough to probe before and after every run of a
+/// calibration).
+pub fn core_speed(steps: u32) -> Option<f64> {
+    #[cfg(target_arch = "x86_64")]
+    {
+        let mut best = 0f64;
+        for _ in 0..3 {
+            let mut x = 0u64;
+            let t = std::time::Instant::now();
+            for _ in 0..steps {
+                // SAFETY: one addition to a register; no memory, no stack.
+                unsafe { std::arch::asm!("add {0}, 1", inout(reg) x, options(nomem, nostack)) };
+            }
+            let ns = t.elapsed().as_secs_f64() * 1e9;
+            std::hint::black_box(x);
+            best = best.max(f64::from(steps) / ns.max(1.0));
+        }
+        Some(best)
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let _ = steps;
+        None
     }
 }
 
@@ -155,6 +212,13 @@ pub struct Model {
     pub other_clock_fit: Option<Fit>,
     /// Run-to-run noise.
     pub noise: Noise,
+    /// Runs measured again because the core ran slow around them (below
+    /// [`calibrate::SLOW_SHARE`] of the fastest probe): not in `points`.
+    #[serde(default)]
+    pub retaken: usize,
+    /// Runs kept although the core still ran slow after the last retake.
+    #[serde(default)]
+    pub kept_slow: usize,
     /// Every run.
     pub points: Vec<Point>,
 }
@@ -185,12 +249,12 @@ impl Model {
     /// Every run as CSV, with the model's prediction and relative residual.
     pub fn to_csv(&self) -> String {
         let mut s = String::from(
-            "p,frame_size,h,repeat,packets,seconds,cpu_seconds,ns_per_packet,model_ns,relative_residual\n",
+            "p,frame_size,h,repeat,packets,seconds,cpu_seconds,ns_per_packet,model_ns,relative_residual,core_ghz\n",
         );
         for pt in &self.points {
             let y = self.fit.predict(pt.p as f64, f64::from(pt.h));
             s.push_str(&format!(
-                "{},{},{},{},{},{:.6},{:.6},{:.4},{:.4},{:.5}\n",
+                "{},{},{},{},{},{:.6},{:.6},{:.4},{:.4},{:.5},{}\n",
                 pt.p,
                 pt.p + ether::FCS,
                 pt.h,
@@ -200,7 +264,8 @@ impl Model {
                 pt.cpu_seconds,
                 pt.ns_per_packet,
                 y,
-                (pt.ns_per_packet - y) / y
+                (pt.ns_per_packet - y) / y,
+                pt.core_ghz.map_or(String::new(), |g| format!("{g:.3}"))
             ));
         }
         s

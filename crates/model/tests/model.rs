@@ -46,6 +46,7 @@ fn synthetic(rng: &mut Rng, sd: f64, repeats: usize) -> Vec<Point> {
                     seconds: t * 1e-3,
                     cpu_seconds: t * 1e-3,
                     ns_per_packet: t,
+                    core_ghz: None,
                 });
             }
         }
@@ -268,6 +269,8 @@ fn model_file_round_trips() {
         fit: fit_points(&points).unwrap(),
         other_clock_fit: Some(fit_points(&points).unwrap()),
         noise: noise(&points),
+        retaken: 0,
+        kept_slow: 0,
         points,
     };
     let json = m.to_json();
@@ -298,4 +301,25 @@ fn model_file_round_trips() {
         );
     }
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn machine_reports_the_core_speed() {
+    let mut m = Machine::current();
+    m.end();
+    #[cfg(target_arch = "x86_64")]
+    for g in [m.speed_before, m.speed_after] {
+        let g = g.expect("probed on x86-64");
+        // One addition a cycle: a core runs 0.1 to 10 of them a nanosecond
+        // (a chain the compiler had folded away would read far above 10).
+        assert!((0.1..10.0).contains(&g), "{g}");
+    }
+    assert!(m.summary().contains(" GHz before, "), "{}", m.summary());
+    // A model file written before the probe existed still loads.
+    let mut v = serde_json::to_value(&m).unwrap();
+    let o = v.as_object_mut().unwrap();
+    assert!(o.remove("speed_before").is_some() && o.remove("speed_after").is_some());
+    let back: Machine = serde_json::from_value(v).unwrap();
+    assert_eq!((back.speed_before, back.speed_after), (None, None));
+    assert_eq!(back.load_before, m.load_before);
 }

@@ -19,7 +19,11 @@
 //! of that cost (Mpps) and, for elements that touch every byte, the frame
 //! bits per nanosecond (Gbps; frame length as the element sees it, without
 //! preamble, gap or FCS). The speed-up column divides the reference
-//! implementation's cost by the element's.
+//! implementation's cost by the element's. The last column is the core's
+//! speed probed just before the row's runs (`linerate_model::core_speed_ghz`,
+//! dependent additions a nanosecond): on a shared host it falls to about
+//! half while a neighbour shares the core, and every time in the row with
+//! it, so compare rows taken at the same speed.
 
 mod crypto;
 mod encap;
@@ -121,7 +125,7 @@ pub struct Options {
     pub runs: usize,
     /// Packets per run (scaled per case).
     pub packets: u64,
-    /// Only cases whose element or configuration contains one of these.
+    /// Only cases whose element, configuration or description contains one of these.
     pub filter: Vec<String>,
     /// Write the Markdown table here too.
     pub markdown: Option<PathBuf>,
@@ -146,6 +150,10 @@ pub struct Row {
     pub per_byte: bool,
     /// The goal and whether it is met (goals apply to the largest size).
     pub goal: Option<(Goal, bool)>,
+    /// The core's speed just before the row's timed runs
+    /// ([`linerate_model::core_speed_ghz`]): rows taken while a shared host
+    /// slowed the core show it here.
+    pub speed: Option<f64>,
 }
 
 impl Row {
@@ -221,6 +229,7 @@ fn measure(case: &Case, size: usize, dir: &Path, opts: &Options) -> Result<Row, 
     // Warm up caches, page tables and the CPU's clock.
     run_text(&base)?;
     run_text(&elem)?;
+    let speed = linerate_model::core_speed_ghz();
     let (mut tb, mut te, mut tr) = (Vec::new(), Vec::new(), Vec::new());
     for _ in 0..opts.runs.max(1) {
         tb.push(run_text(&base)?);
@@ -247,6 +256,7 @@ fn measure(case: &Case, size: usize, dir: &Path, opts: &Options) -> Result<Row, 
         ref_ns,
         per_byte: case.per_byte,
         goal: None,
+        speed,
     };
     if size == *case.sizes.iter().max().unwrap_or(&size) {
         row.goal = case.goal.map(|g| {
@@ -263,8 +273,8 @@ fn measure(case: &Case, size: usize, dir: &Path, opts: &Options) -> Result<Row, 
 /// The table in Markdown.
 fn markdown(rows: &[Row], machine: &Machine) -> String {
     let mut s = String::from(
-        "| element | configuration | bytes | ns/packet (min-max) | Mpps | Gbps | reference ns | speed-up | goal |\n\
-         |---|---|---:|---:|---:|---:|---:|---:|---|\n",
+        "| element | configuration | bytes | ns/packet (min-max) | Mpps | Gbps | reference ns | speed-up | goal | core GHz |\n\
+         |---|---|---:|---:|---:|---:|---:|---:|---|---:|\n",
     );
     for r in rows {
         let gbps = if r.per_byte {
@@ -291,9 +301,10 @@ fn markdown(rows: &[Row], machine: &Machine) -> String {
         } else {
             format!("{:.1}", r.mpps())
         };
+        let speed = r.speed.map_or("-".to_string(), |g| format!("{g:.2}"));
         s.push_str(&format!(
-            "| {} | {} | {} | {:.2} ({:.2}-{:.2}) | {} | {} | {} | {} | {} |\n",
-            r.element, r.what, r.size, r.ns, r.range.0, r.range.1, mpps, gbps, rn, su, goal
+            "| {} | {} | {} | {:.2} ({:.2}-{:.2}) | {} | {} | {} | {} | {} | {} |\n",
+            r.element, r.what, r.size, r.ns, r.range.0, r.range.1, mpps, gbps, rn, su, goal, speed
         ));
     }
     s.push_str(&format!("\nmachine: {}\n", machine.summary()));
@@ -316,10 +327,11 @@ fn run_in(dir: &Path, opts: &Options) -> Result<String, String> {
         .into_iter()
         .filter(|c| {
             opts.filter.is_empty()
-                || opts
-                    .filter
-                    .iter()
-                    .any(|f| c.element.contains(f.as_str()) || c.config.contains(f.as_str()))
+                || opts.filter.iter().any(|f| {
+                    [c.element, &c.config, &c.what]
+                        .iter()
+                        .any(|s| s.contains(f.as_str()))
+                })
         })
         .collect();
     if cases.is_empty() {
@@ -330,12 +342,13 @@ fn run_in(dir: &Path, opts: &Options) -> Result<String, String> {
         for &size in &c.sizes {
             let r = measure(c, size, dir, opts)?;
             eprintln!(
-                "{:<14} {:<40} {:>5} B {:>8.2} ns/packet {:>8.1} Mpps",
+                "{:<14} {:<40} {:>5} B {:>8.2} ns/packet {:>8.1} Mpps  (core {})",
                 r.element,
                 r.what,
                 r.size,
                 r.ns,
-                r.mpps()
+                r.mpps(),
+                r.speed.map_or("-".to_string(), |g| format!("{g:.2} GHz"))
             );
             rows.push(r);
         }

@@ -17,7 +17,7 @@ pub enum BenchCmd {
         /// Write the Markdown table to this file as well.
         #[arg(long)]
         markdown: Option<PathBuf>,
-        /// Only elements whose name or configuration contains one of these.
+        /// Only rows whose element name, configuration or description contains one of these.
         filter: Vec<String>,
     },
 }

@@ -1,5 +1,6 @@
 //! Cases for the exact-match tables: `CuckooHash` holding 1,000,000 keys
-//! and `FlowCache` (16K lines, 4-way) in front of a 1,000,000-flow table,
+//! (looked up all, or 1,024 of them: the lookup's work without its memory
+//! misses, as LPM's 1,024-destination rows) and `FlowCache` (16K lines, 4-way) in front of a 1,000,000-flow table,
 //! with its misses through the slow path and, alone, its fast path.
 //!
 //! The tables hold the 5-tuples of `MemoryReplay`'s frames `0..1_000_000`
@@ -80,7 +81,11 @@ fn permutation(len: usize, miss_share: f64) -> Vec<Vec<u8>> {
         .collect()
 }
 
-fn cuckoo(dir: &Path, what: &str, key: &str, miss_share: f64) -> Case {
+/// A `CuckooHash` row: the table holds every entry; the traffic is the
+/// first `distinct` frames of [`permutation`] (all of them: every key once;
+/// fewer: a set of keys that stays in the caches, so that the row measures
+/// the lookup's own work without its memory misses, and has no goal).
+fn cuckoo(dir: &Path, what: &str, key: &str, miss_share: f64, distinct: usize) -> Case {
     let path = dir.join(format!("cuckoo-{}.txt", key.replace(' ', "_")));
     let line: fn(u32) -> String = if key == "FLOW" {
         |i| format!("{} {i}", flow_text(i))
@@ -124,11 +129,13 @@ fn cuckoo(dir: &Path, what: &str, key: &str, miss_share: f64) -> Case {
         sizes: vec![64],
         frames: Box::new(move |len| {
             table_file(&table, line);
-            permutation(len, miss_share)
+            let mut f = permutation(len, miss_share);
+            f.truncate(distinct);
+            f
         }),
         per_byte: false,
         scale: 1.0,
-        goal: Some(Goal::Mpps(60.0)),
+        goal: (distinct >= ENTRIES as usize).then_some(Goal::Mpps(60.0)),
     }
 }
 
@@ -248,18 +255,28 @@ pub fn cases(dir: &Path) -> Vec<Case> {
             "1M keys, OFFSET 26 LEN 12, all hit",
             "OFFSET 26 LEN 12",
             0.0,
+            ENTRIES as usize,
+        ),
+        cuckoo(
+            dir,
+            "1M keys, OFFSET 26 LEN 12, 1,024 of them looked up (cache-resident)",
+            "OFFSET 26 LEN 12",
+            0.0,
+            1024,
         ),
         cuckoo(
             dir,
             "1M keys, OFFSET 26 LEN 12, 50 % hit",
             "OFFSET 26 LEN 12",
             0.5,
+            ENTRIES as usize,
         ),
         cuckoo(
             dir,
             "1M keys, 5-tuple (+MarkIPHeader), all hit",
             "FLOW",
             0.0,
+            ENTRIES as usize,
         ),
         flow_cache(dir),
         flow_cache_fast_path(dir),

@@ -202,6 +202,20 @@ pub fn report(m: &Model) -> String {
         m.noise.max_cv_at.0,
         m.noise.max_cv_at.1
     );
+    let mut ghz: Vec<f64> = m.points.iter().filter_map(|pt| pt.core_ghz).collect();
+    if !ghz.is_empty() {
+        ghz.sort_by(f64::total_cmp);
+        s += &format!(
+            "core speed around the runs: {:.2} to {:.2} GHz, median {:.2}; {} runs retaken while it read below {:.0} % of the fastest probe, {} kept slow after {} retakes\n",
+            ghz[0],
+            ghz[ghz.len() - 1],
+            ghz[ghz.len() / 2],
+            m.retaken,
+            calibrate::SLOW_SHARE * 100.0,
+            m.kept_slow,
+            calibrate::RETAKES
+        );
+    }
     s += &format!("machine: {}\n", m.machine.summary());
     s
 }

@@ -49,6 +49,23 @@ fn quick_calibration_writes_model_csv_and_plots() {
     );
     let csv = std::fs::read_to_string(&csv).unwrap();
     assert_eq!(csv.lines().count(), 1 + 18);
+    // Every run carries the core's speed around it (x86-64: the probe runs).
+    #[cfg(target_arch = "x86_64")]
+    {
+        assert!(
+            o.stdout.contains("core speed around the runs: "),
+            "{}",
+            o.stdout
+        );
+        assert!(csv.lines().next().unwrap().ends_with(",core_ghz"));
+        for l in csv.lines().skip(1) {
+            let g: f64 = l.rsplit(',').next().unwrap().parse().unwrap();
+            assert!((0.1..10.0).contains(&g), "{l}");
+        }
+        let pts = m["points"].as_array().unwrap();
+        assert!(pts.iter().all(|p| p["core_ghz"].as_f64().is_some()));
+        assert!(m["retaken"].as_u64().is_some() && m["kept_slow"].as_u64().is_some());
+    }
     for f in [
         "fit.svg",
         "cores-64.svg",

@@ -12,9 +12,16 @@ CPUs' worth of its wall time (plus 20 ms for the tick's granularity): nothing el
 On a shared two-vCPU machine a two-thread run cannot be timed while anyone else uses a
 CPU; this keeps the runs that happened in quiet moments, so A/B comparisons stay
 possible while others work (session 13 dropped 100-900 runs a sitting). Linux only.
+
+A run is also dropped when the core ran slow around it: where the `core_speed` probe
+is built (target/release/core_speed, or $CORE_SPEED), every CPU is probed just before
+and just after each run, and a run any of whose probes read below 90 % of the fastest
+probe seen so far is not kept. The host of session 19 ran its vCPUs at half speed for
+seconds at a time, which neither the machine's busy time nor the run's CPU time shows.
 """
 import os
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
@@ -28,23 +35,49 @@ def busy_seconds():
     return (sum(v) - v[3] - v[4]) / os.sysconf("SC_CLK_TCK")
 
 
+def probe_command():
+    """The core_speed probe, if built: $CORE_SPEED or the release build's."""
+    p = os.environ.get("CORE_SPEED") or os.path.join(
+        os.environ.get("CARGO_TARGET_DIR", os.path.join(os.path.dirname(__file__), "..", "target")),
+        "release", "core_speed")
+    return p if os.access(p, os.X_OK) else None
+
+
+def probe(cmd):
+    """The core speed of every CPU this process may use, one probe pinned to each."""
+    speeds = []
+    for cpu in sorted(os.sched_getaffinity(0)):
+        out = subprocess.run(["taskset", "-c", str(cpu), cmd], capture_output=True, text=True)
+        if out.returncode == 0:
+            speeds.append(float(out.stdout))
+    return speeds
+
+
 def main():
     if len(sys.argv) < 3:
         sys.exit(__doc__)
     n, cmds = int(sys.argv[1]), sys.argv[2:]
     deadline = time.time() + float(os.environ.get("LIMIT", 900))
     runs = {c: [] for c in cmds}
-    dropped = 0
+    dropped = slow = 0
+    speed = probe_command() if shutil.which("taskset") else None
+    fastest = 0.0
     while min(len(v) for v in runs.values()) < n and time.time() < deadline:
         for c in cmds:
+            before = probe(speed) if speed else []
             b0, r0, t0 = busy_seconds(), resource.getrusage(resource.RUSAGE_CHILDREN), time.perf_counter()
             subprocess.run(c, shell=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             t1, r1, b1 = time.perf_counter(), resource.getrusage(resource.RUSAGE_CHILDREN), busy_seconds()
+            after = probe(speed) if speed else []
             own = (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
-            if (b1 - b0) - own < 0.03 * 2 * (t1 - t0) + 0.02:
-                runs[c].append((t1 - t0, own))
-            else:
+            probes = before + after
+            fastest = max([fastest] + probes)
+            if (b1 - b0) - own >= 0.03 * 2 * (t1 - t0) + 0.02:
                 dropped += 1
+            elif probes and min(probes) < 0.9 * fastest:
+                slow += 1
+            else:
+                runs[c].append((t1 - t0, own))
     for c, v in runs.items():
         if not v:
             print(f"no clean run: {c}")
@@ -54,6 +87,10 @@ def main():
         print(f"{c}\n    n={len(v)}  wall median {statistics.median(wall):.1f} ms, "
               f"min {min(wall):.1f} ms;  CPU median {statistics.median(cpu):.1f} ms")
     print(f"runs dropped (machine busy): {dropped}")
+    if speed:
+        print(f"runs dropped (a core below 90 % of the fastest probe, {fastest:.2f} GHz): {slow}")
+    else:
+        print("no core_speed probe built (cargo build --release -p linerate-bench --bin core_speed): slow spells not detected")
 
 
 if __name__ == "__main__":

@@ -324,3 +324,46 @@ fn run_fuses_the_scion_step_graph_unless_told_not_to() {
         assert_eq!(o.stdout.contains("SCIONParse("), !fused, "{}", o.stdout);
     }
 }
+
+#[test]
+fn bench_elements_filters_by_description_and_reports_the_core_speed() {
+    // "no-op" is only the description of Null's row.
+    let o = run(&mut linerate(&[
+        "bench",
+        "elements",
+        "--runs",
+        "1",
+        "--packets",
+        "1000",
+        "no-op",
+    ]));
+    o.expect_code(0);
+    let rows: Vec<&str> = o.stdout.lines().filter(|l| l.starts_with("| ")).collect();
+    assert_eq!(rows.len(), 2, "{}", o.stdout);
+    assert!(rows[0].ends_with("| core GHz |"), "{}", rows[0]);
+    assert!(rows[1].starts_with("| Null | no-op | 64 |"), "{}", rows[1]);
+    #[cfg(target_arch = "x86_64")]
+    {
+        let ghz: f64 = rows[1]
+            .trim_end_matches(" |")
+            .rsplit("| ")
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert!((0.1..10.0).contains(&ghz), "{ghz}");
+    }
+    assert!(
+        o.stdout
+            .contains("rows measured again while the core read below 90 %"),
+        "{}",
+        o.stdout
+    );
+    let o = run(&mut linerate(&["bench", "elements", "no-such-row"]));
+    o.expect_code(1);
+    assert!(
+        o.stderr.contains("no benchmark case matches"),
+        "{}",
+        o.stderr
+    );
+}

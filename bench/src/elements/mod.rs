@@ -39,8 +39,12 @@ mod tables_hash;
 mod tables_lpm;
 pub mod traffic;
 
-use linerate_model::Machine;
+use linerate_model::{Machine, SpeedGuard};
 use std::path::{Path, PathBuf};
+
+/// Additions in each chain of the core-speed probe around a row (about
+/// 3 ms at 3 GHz, three chains).
+const PROBE_STEPS: u32 = 10_000_000;
 
 /// A goal from the issue, per core.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -213,21 +217,9 @@ fn graph(src: &str, prelude: &str, elem: &str, outputs: usize) -> String {
     s
 }
 
-/// A row whose core-speed probe, before or after its runs, read below
-/// this share of the fastest probe so far is measured again (the host of
-/// session 19 ran its vCPUs at half speed for seconds at a time).
-const SLOW_SHARE: f64 = 0.9;
-/// The most times a row is measured again; then it is kept and counted.
+/// The most times a row is measured again while the core ran slow
+/// ([`SpeedGuard`]); then it is kept and counted.
 const RETAKES: usize = 2;
-
-/// The fastest core-speed probe of the table so far, and the rows retaken
-/// and kept slow.
-#[derive(Default)]
-struct Speed {
-    fastest: f64,
-    retaken: usize,
-    kept_slow: usize,
-}
 
 /// Measure one case at one size, again while the core ran slow.
 fn measure(
@@ -235,7 +227,7 @@ fn measure(
     size: usize,
     dir: &Path,
     opts: &Options,
-    sp: &mut Speed,
+    guard: &mut SpeedGuard,
 ) -> Result<Row, String> {
     let frames = (case.frames)(size);
     let trace = dir.join(format!("{}-{size}.pcap", case.element));
@@ -254,9 +246,7 @@ fn measure(
     // Warm up caches, page tables and the CPU's clock.
     run_text(&base)?;
     run_text(&elem)?;
-    let mut tries = 0;
-    let (tb, te, tr, speed) = loop {
-        let before = linerate_model::core_speed_ghz();
+    let ((tb, te, tr), speed) = guard.measure(PROBE_STEPS, RETAKES, || {
         let (mut tb, mut te, mut tr) = (Vec::new(), Vec::new(), Vec::new());
         for _ in 0..opts.runs.max(1) {
             tb.push(run_text(&base)?);
@@ -265,20 +255,8 @@ fn measure(
                 tr.push(run_text(r)?);
             }
         }
-        let after = linerate_model::core_speed_ghz();
-        let speed = before.zip(after).map(|(a, b)| a.min(b));
-        sp.fastest = [before, after]
-            .into_iter()
-            .flatten()
-            .fold(sp.fastest, f64::max);
-        let slow = speed.is_some_and(|g| g < SLOW_SHARE * sp.fastest);
-        if !slow || tries == RETAKES {
-            sp.kept_slow += usize::from(slow);
-            break (tb, te, tr, speed);
-        }
-        tries += 1;
-        sp.retaken += 1;
-    };
+        Ok::<_, String>((tb, te, tr))
+    })?;
     let nf = n as f64;
     let b = median(tb.clone());
     let per = |t: f64| ((t - b) / nf * 1e9).max(0.0);
@@ -379,13 +357,10 @@ fn run_in(dir: &Path, opts: &Options) -> Result<String, String> {
         return Err("no benchmark case matches the filter".into());
     }
     let mut rows = Vec::new();
-    let mut sp = Speed {
-        fastest: machine.speed_before.unwrap_or(0.0),
-        ..Speed::default()
-    };
+    let mut guard = SpeedGuard::new(machine.speed_before);
     for c in &cases {
         for &size in &c.sizes {
-            let r = measure(c, size, dir, opts, &mut sp)?;
+            let r = measure(c, size, dir, opts, &mut guard)?;
             eprintln!(
                 "{:<14} {:<40} {:>5} B {:>8.2} ns/packet {:>8.1} Mpps  (core {})",
                 r.element,
@@ -402,10 +377,10 @@ fn run_in(dir: &Path, opts: &Options) -> Result<String, String> {
     let mut md = markdown(&rows, &machine);
     md.push_str(&format!(
         "rows measured again while the core read below {:.0} % of its fastest probe ({:.2} GHz): {}; kept slow after {RETAKES} retakes: {}\n",
-        SLOW_SHARE * 100.0,
-        sp.fastest,
-        sp.retaken,
-        sp.kept_slow
+        linerate_model::SLOW_SHARE * 100.0,
+        guard.fastest,
+        guard.retaken,
+        guard.kept_slow
     ));
     if let Some(p) = &opts.markdown {
         std::fs::write(p, &md).map_err(|e| format!("{}: {e}", p.display()))?;

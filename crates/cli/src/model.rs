@@ -211,7 +211,7 @@ pub fn report(m: &Model) -> String {
             ghz[ghz.len() - 1],
             ghz[ghz.len() / 2],
             m.retaken,
-            calibrate::SLOW_SHARE * 100.0,
+            linerate_model::SLOW_SHARE * 100.0,
             m.kept_slow,
             calibrate::RETAKES
         );

@@ -22,33 +22,29 @@
 //! It excludes parsing and building the router and building the frames.
 //! Nothing is subtracted.
 //!
-//! Every run is bracketed by a probe of the core's speed ([`core_speed`]:
+//! Every run is bracketed by a probe of the core's speed ([`crate::core_speed`]:
 //! dependent additions a nanosecond, about 1 ms). On a shared host the core
 //! runs at about half speed for seconds at a time (session 19: 3.7 and
 //! 1.9-2.3 GHz within a minute); a run around which the probe read below
-//! [`SLOW_SHARE`] of the fastest probe so far is measured again, up to
+//! [`crate::SLOW_SHARE`] of the fastest probe so far is measured again, up to
 //! [`RETAKES`] times, and the model counts the retakes and the runs kept
 //! slow. Each point records the slower of its two probes.
 
 use crate::fit::{self, Obs};
-use crate::{core_speed, stats, Machine, Model, Noise, Point, FORMAT};
+use crate::{stats, Machine, Model, Noise, Point, SpeedGuard, FORMAT};
 use linerate_lang::{parse_str, ParseOptions};
 use linerate_runtime::{Registry, Router, RouterOptions};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-/// A run around which the core's speed probe read below this share of the
-/// fastest probe so far is measured again: on a shared host the core slows
-/// to about half for seconds at a time, and a grid point whose runs all fell
-/// in such a spell sits off the plane (a whole calibration in one moves C, P
-/// and H together).
-pub const SLOW_SHARE: f64 = 0.9;
-/// The most times one run is measured again; after that it is kept and
-/// counted ([`Model::kept_slow`]).
+/// The most times one run is measured again while the core ran slow
+/// ([`SpeedGuard`]: a grid point whose runs all fell in such a spell sits off
+/// the plane, and a whole calibration in one moves C, P and H together);
+/// after that it is kept and counted ([`Model::kept_slow`]).
 pub const RETAKES: usize = 3;
 
 /// Additions in each of the three chains of the speed probe around every
-/// calibration run ([`core_speed`]): about 1 ms a probe at 3 GHz.
+/// calibration run ([`crate::core_speed`]): about 1 ms a probe at 3 GHz.
 const PROBE_STEPS: u32 = 1_000_000;
 
 /// The I/O path a calibration measures.
@@ -392,31 +388,13 @@ pub fn calibrate(opts: &Options) -> Result<Model, String> {
     }
     let total = grid.len() * opts.repeats;
     let mut points = Vec::with_capacity(total);
-    let mut fastest = machine.speed_before.unwrap_or(0.0);
-    let (mut retaken, mut kept_slow) = (0, 0);
+    let mut guard = SpeedGuard::new(machine.speed_before);
     for rep in 0..opts.repeats {
         let mut order = grid.clone();
         shuffle(&mut order, 0x9E37_79B9_7F4A_7C15 ^ rep as u64);
         for (p, h, n) in order {
             let text = nf_text(opts.io, p, h, n, trace_for(p));
-            let mut tries = 0;
-            let (r, core_ghz) = loop {
-                let before = core_speed(PROBE_STEPS);
-                let r = run_config(&reg, &text)?;
-                let after = core_speed(PROBE_STEPS);
-                let speed = before.zip(after).map(|(a, b)| a.min(b));
-                fastest = [before, after]
-                    .into_iter()
-                    .flatten()
-                    .fold(fastest, f64::max);
-                let slow = speed.is_some_and(|s| s < SLOW_SHARE * fastest);
-                if !slow || tries == RETAKES {
-                    kept_slow += usize::from(slow);
-                    break (r, speed);
-                }
-                tries += 1;
-                retaken += 1;
-            };
+            let (r, core_ghz) = guard.measure(PROBE_STEPS, RETAKES, || run_config(&reg, &text))?;
             let sent = r.packets;
             if sent == 0 {
                 return Err(format!("p = {p}, h = {h}: the source sent no packets"));
@@ -476,8 +454,8 @@ pub fn calibrate(opts: &Options) -> Result<Model, String> {
         fit,
         other_clock_fit,
         noise: noise(&points),
-        retaken,
-        kept_slow,
+        retaken: guard.retaken,
+        kept_slow: guard.kept_slow,
         points,
     })
 }

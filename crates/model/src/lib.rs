@@ -147,6 +147,66 @@ pub fn core_speed_ghz() -> Option<f64> {
     core_speed(10_000_000)
 }
 
+/// A measurement is taken again while the core's speed probe, just before
+/// or just after it, read below this share of the fastest probe so far: on
+/// a shared host the core slows to about half for seconds at a time, and
+/// every time taken meanwhile with it.
+pub const SLOW_SHARE: f64 = 0.9;
+
+/// Measurements taken while the core kept its speed: [`SpeedGuard::measure`]
+/// probes the core ([`core_speed`]) before and after a measurement and takes
+/// it again while either probe read below [`SLOW_SHARE`] of the fastest
+/// probe it has seen, counting retakes and measurements kept slow.
+#[derive(Debug, Clone, Default)]
+pub struct SpeedGuard {
+    /// The fastest probe so far, GHz.
+    pub fastest: f64,
+    /// Measurements taken again.
+    pub retaken: usize,
+    /// Measurements kept although the core still ran slow.
+    pub kept_slow: usize,
+}
+
+impl SpeedGuard {
+    /// A guard whose fastest probe so far is `start` (a [`Machine`]'s
+    /// `speed_before`, say).
+    pub fn new(start: Option<f64>) -> SpeedGuard {
+        SpeedGuard {
+            fastest: start.unwrap_or(0.0),
+            ..SpeedGuard::default()
+        }
+    }
+
+    /// `take()`, taken again up to `retakes` times while the core ran slow
+    /// around it (probes of `steps` additions); its result and the slower
+    /// of the two probes around the kept one.
+    pub fn measure<T, E>(
+        &mut self,
+        steps: u32,
+        retakes: usize,
+        mut take: impl FnMut() -> Result<T, E>,
+    ) -> Result<(T, Option<f64>), E> {
+        let mut tries = 0;
+        loop {
+            let before = core_speed(steps);
+            let t = take()?;
+            let after = core_speed(steps);
+            let speed = before.zip(after).map(|(a, b)| a.min(b));
+            self.fastest = [before, after]
+                .into_iter()
+                .flatten()
+                .fold(self.fastest, f64::max);
+            let slow = speed.is_some_and(|g| g < SLOW_SHARE * self.fastest);
+            if !slow || tries == retakes {
+                self.kept_slow += usize::from(slow);
+                return Ok((t, speed));
+            }
+            tries += 1;
+            self.retaken += 1;
+        }
+    }
+}
+
 /// [`core_speed_ghz`] with chains of `steps` additions (a million take about
 /// 0.3 ms at 3 GHz: short enough to probe before and after every run of a
 /// calibration).
@@ -154,16 +214,31 @@ pub fn core_speed(steps: u32) -> Option<f64> {
     #[cfg(target_arch = "x86_64")]
     {
         let mut best = 0f64;
+        // The loop is in the assembly, four additions a turn, so that the
+        // chain is the same in a debug build as in a release build (the
+        // counter's decrement and branch run beside it).
+        let turns = u64::from(steps / 4).max(1);
         for _ in 0..3 {
             let mut x = 0u64;
             let t = std::time::Instant::now();
-            for _ in 0..steps {
-                // SAFETY: one addition to a register; no memory, no stack.
-                unsafe { std::arch::asm!("add {0}, 1", inout(reg) x, options(nomem, nostack)) };
-            }
+            // SAFETY: registers only (two, both declared); no memory, no stack.
+            unsafe {
+                std::arch::asm!(
+                    "2:",
+                    "add {x}, 1",
+                    "add {x}, 1",
+                    "add {x}, 1",
+                    "add {x}, 1",
+                    "sub {n}, 1",
+                    "jnz 2b",
+                    x = inout(reg) x,
+                    n = inout(reg) turns => _,
+                    options(nomem, nostack)
+                )
+            };
             let ns = t.elapsed().as_secs_f64() * 1e9;
             std::hint::black_box(x);
-            best = best.max(f64::from(steps) / ns.max(1.0));
+            best = best.max((4 * turns) as f64 / ns.max(1.0));
         }
         Some(best)
     }
@@ -213,7 +288,7 @@ pub struct Model {
     /// Run-to-run noise.
     pub noise: Noise,
     /// Runs measured again because the core ran slow around them (below
-    /// [`calibrate::SLOW_SHARE`] of the fastest probe): not in `points`.
+    /// [`SLOW_SHARE`] of the fastest probe): not in `points`.
     #[serde(default)]
     pub retaken: usize,
     /// Runs kept although the core still ran slow after the last retake.

@@ -311,7 +311,7 @@ fn machine_reports_the_core_speed() {
     for g in [m.speed_before, m.speed_after] {
         let g = g.expect("probed on x86-64");
         // One addition a cycle: a core runs 0.1 to 10 of them a nanosecond
-        // (a chain the compiler had folded away would read far above 10).
+        // (a chain that did not run would read far above 10).
         assert!((0.1..10.0).contains(&g), "{g}");
     }
     assert!(m.summary().contains(" GHz before, "), "{}", m.summary());
@@ -322,4 +322,30 @@ fn machine_reports_the_core_speed() {
     let back: Machine = serde_json::from_value(v).unwrap();
     assert_eq!((back.speed_before, back.speed_after), (None, None));
     assert_eq!(back.load_before, m.load_before);
+}
+
+#[test]
+fn speed_guard_retakes_slow_measurements_and_counts_them() {
+    use linerate_model::SpeedGuard;
+    // A fastest probe no core reaches: every measurement reads slow.
+    let mut g = SpeedGuard::new(Some(1000.0));
+    let mut calls = 0;
+    let (v, speed) = g
+        .measure(100_000, 2, || {
+            calls += 1;
+            Ok::<_, ()>(calls)
+        })
+        .unwrap();
+    #[cfg(target_arch = "x86_64")]
+    {
+        assert_eq!((v, calls), (3, 3), "taken once and retaken twice");
+        assert_eq!((g.retaken, g.kept_slow), (2, 1));
+        assert!(speed.is_some_and(|s| s < 1000.0));
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    assert_eq!((v, speed, g.retaken), (1, None, 0));
+    // An error ends the measurement at once.
+    let mut g = SpeedGuard::new(Some(1000.0));
+    assert_eq!(g.measure(100_000, 2, || Err::<(), _>("no")), Err("no"));
+    assert_eq!(g.retaken, 0);
 }

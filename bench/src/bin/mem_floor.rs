@@ -36,28 +36,12 @@ struct Region {
 
 impl Region {
     fn new(len: usize) -> Option<Region> {
-        // SAFETY: a fresh anonymous mapping; nothing else refers to it.
-        let ptr = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-                -1,
-                0,
-            )
-        };
-        if ptr == libc::MAP_FAILED {
-            return None;
-        }
+        let ptr = linerate_runtime::mem::map_anonymous(len)?.as_ptr();
         // SAFETY: the mapping just made; advice only.
-        unsafe { libc::madvise(ptr, len, libc::MADV_HUGEPAGE) };
+        unsafe { libc::madvise(ptr as *mut libc::c_void, len, libc::MADV_HUGEPAGE) };
         // SAFETY: `len` writable bytes at `ptr`.
-        unsafe { std::ptr::write_bytes(ptr as *mut u8, 1, len) };
-        Some(Region {
-            ptr: ptr as *mut u8,
-            len,
-        })
+        unsafe { std::ptr::write_bytes(ptr, 1, len) };
+        Some(Region { ptr, len })
     }
 
     fn lines(&self) -> usize {

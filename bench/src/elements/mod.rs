@@ -164,6 +164,11 @@ pub struct Row {
 }
 
 impl Row {
+    /// The core's speed for the table, `-` where it was not probed.
+    fn speed_text(&self) -> String {
+        self.speed.map_or("-".to_string(), |g| format!("{g:.2}"))
+    }
+
     /// Million packets per second on one core.
     pub fn mpps(&self) -> f64 {
         1e3 / self.ns.max(1e-3)
@@ -320,10 +325,20 @@ fn markdown(rows: &[Row], machine: &Machine) -> String {
         } else {
             format!("{:.1}", r.mpps())
         };
-        let speed = r.speed.map_or("-".to_string(), |g| format!("{g:.2}"));
         s.push_str(&format!(
             "| {} | {} | {} | {:.2} ({:.2}-{:.2}) | {} | {} | {} | {} | {} | {} |\n",
-            r.element, r.what, r.size, r.ns, r.range.0, r.range.1, mpps, gbps, rn, su, goal, speed
+            r.element,
+            r.what,
+            r.size,
+            r.ns,
+            r.range.0,
+            r.range.1,
+            mpps,
+            gbps,
+            rn,
+            su,
+            goal,
+            r.speed_text()
         ));
     }
     s.push_str(&format!("\nmachine: {}\n", machine.summary()));
@@ -362,13 +377,13 @@ fn run_in(dir: &Path, opts: &Options) -> Result<String, String> {
         for &size in &c.sizes {
             let r = measure(c, size, dir, opts, &mut guard)?;
             eprintln!(
-                "{:<14} {:<40} {:>5} B {:>8.2} ns/packet {:>8.1} Mpps  (core {})",
+                "{:<14} {:<40} {:>5} B {:>8.2} ns/packet {:>8.1} Mpps  (core {} GHz)",
                 r.element,
                 r.what,
                 r.size,
                 r.ns,
                 r.mpps(),
-                r.speed.map_or("-".to_string(), |g| format!("{g:.2} GHz"))
+                r.speed_text()
             );
             rows.push(r);
         }

@@ -59,9 +59,9 @@ fn table_file(path: &Path, line: impl Fn(u32) -> String) {
     std::fs::write(path, s).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
 }
 
-/// Every table entry's frame once, in a random order, a share
-/// `miss_share` of them replaced by frames the table does not hold.
-fn permutation(len: usize, miss_share: f64) -> Vec<Vec<u8>> {
+/// The first `count` of every table entry's frame once, in a random order,
+/// a share `miss_share` of them replaced by frames the table does not hold.
+fn permutation(len: usize, miss_share: f64, count: usize) -> Vec<Vec<u8>> {
     let mut order: Vec<u32> = (0..ENTRIES).collect();
     let mut r = Rng(0x9e37_79b9_7f4a_7c15);
     for i in (1..order.len()).rev() {
@@ -70,6 +70,7 @@ fn permutation(len: usize, miss_share: f64) -> Vec<Vec<u8>> {
     let misses = (miss_share * f64::from(u32::MAX)) as u32;
     order
         .into_iter()
+        .take(count)
         .map(|i| {
             let i = if r.below(u32::MAX) < misses {
                 i + ENTRIES
@@ -129,9 +130,7 @@ fn cuckoo(dir: &Path, what: &str, key: &str, miss_share: f64, distinct: usize) -
         sizes: vec![64],
         frames: Box::new(move |len| {
             table_file(&table, line);
-            let mut f = permutation(len, miss_share);
-            f.truncate(distinct);
-            f
+            permutation(len, miss_share, distinct)
         }),
         per_byte: false,
         scale: 1.0,

@@ -139,10 +139,11 @@ impl Machine {
 /// dependent 64-bit additions (one a cycle on any out-of-order x86-64 core)
 /// timed on the wall clock, the fastest of three 10-million-step chains (about
 /// 3 ms each at 3 GHz). It reads the clock the core actually ran at, and less
-/// where the thread lost the core or shared it with a busy sibling: on a shared
-/// virtual machine the same vCPU measured 3.3 and 1.9 within a minute (session
-/// 19), and every timing taken meanwhile moves with it, so reports print it
-/// next to the load average. `None` off x86-64.
+/// where the thread lost the core: on a shared virtual machine the same vCPU
+/// measured 3.7 and 1.9 within a minute (session 19), and every timing taken
+/// meanwhile moves with it, so reports print it next to the load average. It
+/// does not see a host that slows memory-bound code at full clock (session
+/// 19 saw rows move twofold with every probe at 3.6 GHz). `None` off x86-64.
 pub fn core_speed_ghz() -> Option<f64> {
     core_speed(10_000_000)
 }

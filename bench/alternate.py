@@ -13,11 +13,14 @@ On a shared two-vCPU machine a two-thread run cannot be timed while anyone else 
 CPU; this keeps the runs that happened in quiet moments, so A/B comparisons stay
 possible while others work (session 13 dropped 100-900 runs a sitting). Linux only.
 
-A run is also dropped when the core ran slow around it: where the `core_speed` probe
+A run is also dropped when a core ran slow around it: where the `core_speed` probe
 is built (target/release/core_speed, or $CORE_SPEED), every CPU is probed just before
-and just after each run, and a run any of whose probes read below 90 % of the fastest
-probe seen so far is not kept. The host of session 19 ran its vCPUs at half speed for
-seconds at a time, which neither the machine's busy time nor the run's CPU time shows.
+and just after each run, for its clock (dependent additions a nanosecond) and its
+issue rate (independent additions a nanosecond), and a run any of whose probes read
+below 90 % of the fastest of its kind seen so far is not kept. The host of session 19
+ran its vCPUs at half speed for seconds at a time, and in session 20 another tenant's
+thread on the same physical core took a third or more of its issue rate at full
+clock: neither the machine's busy time nor the run's CPU time shows either.
 """
 import os
 import resource
@@ -44,12 +47,13 @@ def probe_command():
 
 
 def probe(cmd):
-    """The core speed of every CPU this process may use, one probe pinned to each."""
+    """(clock, issue rate) of every CPU this process may use, one probe pinned to each."""
     speeds = []
     for cpu in sorted(os.sched_getaffinity(0)):
         out = subprocess.run(["taskset", "-c", str(cpu), cmd], capture_output=True, text=True)
         if out.returncode == 0:
-            speeds.append(float(out.stdout))
+            ghz, adds = out.stdout.split()
+            speeds.append((float(ghz), float(adds)))
     return speeds
 
 
@@ -61,7 +65,7 @@ def main():
     runs = {c: [] for c in cmds}
     dropped = slow = 0
     speed = probe_command() if shutil.which("taskset") else None
-    fastest = 0.0
+    fastest = (0.0, 0.0)
     while min(len(v) for v in runs.values()) < n and time.time() < deadline:
         for c in cmds:
             before = probe(speed) if speed else []
@@ -71,10 +75,10 @@ def main():
             after = probe(speed) if speed else []
             own = (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
             probes = before + after
-            fastest = max([fastest] + probes)
+            fastest = tuple(max([f] + [p[k] for p in probes]) for k, f in enumerate(fastest))
             if (b1 - b0) - own >= 0.03 * 2 * (t1 - t0) + 0.02:
                 dropped += 1
-            elif probes and min(probes) < 0.9 * fastest:
+            elif any(p[k] < 0.9 * fastest[k] for p in probes for k in range(2)):
                 slow += 1
             else:
                 runs[c].append((t1 - t0, own))
@@ -88,7 +92,8 @@ def main():
               f"min {min(wall):.1f} ms;  CPU median {statistics.median(cpu):.1f} ms")
     print(f"runs dropped (machine busy): {dropped}")
     if speed:
-        print(f"runs dropped (a core below 90 % of the fastest probe, {fastest:.2f} GHz): {slow}")
+        print(f"runs dropped (a core below 90 % of the fastest probe, {fastest[0]:.2f} GHz, "
+              f"{fastest[1]:.1f} adds/ns): {slow}")
     else:
         print("no core_speed probe built (cargo build --release -p linerate-bench --bin core_speed): slow spells not detected")
 

@@ -1,17 +1,20 @@
-//! The core's speed now: `core_speed` prints the additions a nanosecond of a chain of
-//! dependent additions (one a cycle: the clock the core runs at, or less while the
-//! thread loses or shares it), as `linerate_model::core_speed_ghz` measures it for the
-//! reports, in about 10 ms. Pin it (`taskset -c N core_speed`) to probe one CPU;
-//! `bench/alternate.py` probes every CPU around each run and drops the runs taken
-//! while one of them ran slow. Prints nothing and fails where there is no probe
-//! (off x86-64).
+//! The core now: `core_speed` prints two numbers, the additions a nanosecond of a
+//! chain of dependent additions (one a cycle: the clock the core runs at, or less
+//! while the thread loses it) and of four independent chains (the additions a
+//! cycle this thread's share of the core issues, times the clock: it also falls
+//! while another thread runs on the same physical core), as
+//! `linerate_model::CoreSpeed` probes them for the reports, in about 15 ms. Pin it
+//! (`taskset -c N core_speed`) to probe one CPU; `bench/alternate.py` and
+//! `bench/flowmon.sh` probe every CPU around each run and drop or retake the runs
+//! taken while either number of a CPU read low. Prints nothing and fails where
+//! there is no probe (off x86-64).
 
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
-    match linerate_model::core_speed_ghz() {
-        Some(g) => {
-            println!("{g:.3}");
+    match linerate_model::CoreSpeed::probe(10_000_000) {
+        Some(s) => {
+            println!("{:.3} {:.2}", s.ghz, s.adds);
             ExitCode::SUCCESS
         }
         None => ExitCode::FAILURE,

@@ -21,11 +21,16 @@
 //! preamble, gap or FCS). The speed-up column divides the reference
 //! implementation's cost by the element's. The last column is the core's
 //! speed around the row's runs, the slower of two probes just before and
-//! just after them (`linerate_model::core_speed_ghz`, dependent additions a
-//! nanosecond): on a shared host it falls to about half for seconds at a
-//! time, and every time in the row with it. A row whose probe read below
-//! 90 % of the fastest probe so far is measured again, up to twice; the
-//! table's last line counts the retakes and the rows kept slow.
+//! just after them (`linerate_model::CoreSpeed`): its clock (dependent
+//! additions a nanosecond) and its issue rate (independent additions a
+//! nanosecond). On a shared host the clock falls to about half for seconds
+//! at a time, and another tenant's thread on the same physical core takes a
+//! third or more of its issue rate at full clock; every time in the row
+//! moves with either. Each of a row's rounds (base, element, reference) is
+//! probed before and after; a round around which either probe read below
+//! 90 % of its fastest so far is measured again, up to three times, and the
+//! column shows the slowest probes of the rounds kept. The table's last
+//! line counts the retakes and the rounds kept slow.
 
 mod crypto;
 mod encap;
@@ -39,11 +44,11 @@ mod tables_hash;
 mod tables_lpm;
 pub mod traffic;
 
-use linerate_model::{Machine, SpeedGuard};
+use linerate_model::{CoreSpeed, Machine, SpeedGuard};
 use std::path::{Path, PathBuf};
 
-/// Additions in each chain of the core-speed probe around a row (about
-/// 3 ms at 3 GHz, three chains).
+/// Additions in each chain of the core probes around a round (about 10 ms
+/// at 3.7 GHz, three chains of each probe).
 const PROBE_STEPS: u32 = 10_000_000;
 
 /// A goal from the issue, per core.
@@ -156,17 +161,19 @@ pub struct Row {
     pub per_byte: bool,
     /// The goal and whether it is met (goals apply to the largest size).
     pub goal: Option<(Goal, bool)>,
-    /// The core's speed around the row's timed runs, the slower of the
-    /// probes just before and just after them
-    /// ([`linerate_model::core_speed_ghz`]): a row kept although the core
-    /// ran slow shows it here.
-    pub speed: Option<f64>,
+    /// The core's clock and issue rate around the row's timed rounds, the
+    /// slowest of the probes just before and just after each
+    /// ([`linerate_model::CoreSpeed`]): a row with a round kept although the
+    /// core ran slow or shared shows it here.
+    pub speed: Option<CoreSpeed>,
 }
 
 impl Row {
-    /// The core's speed for the table, `-` where it was not probed.
+    /// The core's clock and issue rate for the table (`3.69, 13.6`), `-`
+    /// where they were not probed.
     fn speed_text(&self) -> String {
-        self.speed.map_or("-".to_string(), |g| format!("{g:.2}"))
+        self.speed
+            .map_or("-".to_string(), |s| format!("{:.2}, {:.1}", s.ghz, s.adds))
     }
 
     /// Million packets per second on one core.
@@ -222,9 +229,10 @@ fn graph(src: &str, prelude: &str, elem: &str, outputs: usize) -> String {
     s
 }
 
-/// The most times a row is measured again while the core ran slow
-/// ([`SpeedGuard`]); then it is kept and counted.
-const RETAKES: usize = 2;
+/// The most times a round of a row (base, element, reference) is measured
+/// again while the core ran slow or shared ([`SpeedGuard`]); then it is
+/// kept and counted.
+const RETAKES: usize = 3;
 
 /// Measure one case at one size, again while the core ran slow.
 fn measure(
@@ -251,17 +259,26 @@ fn measure(
     // Warm up caches, page tables and the CPU's clock.
     run_text(&base)?;
     run_text(&elem)?;
-    let ((tb, te, tr), speed) = guard.measure(PROBE_STEPS, RETAKES, || {
-        let (mut tb, mut te, mut tr) = (Vec::new(), Vec::new(), Vec::new());
-        for _ in 0..opts.runs.max(1) {
-            tb.push(run_text(&base)?);
-            te.push(run_text(&elem)?);
-            if let Some(r) = &reference {
-                tr.push(run_text(r)?);
-            }
-        }
-        Ok::<_, String>((tb, te, tr))
-    })?;
+    // Each round (base, element, reference) between probes of its own: the
+    // core's state changes within seconds, so a probe around a whole row
+    // (tens of runs) would miss a spell in its middle.
+    let (mut tb, mut te, mut tr) = (Vec::new(), Vec::new(), Vec::new());
+    let mut speed: Option<CoreSpeed> = None;
+    for _ in 0..opts.runs.max(1) {
+        let ((b, e, r), s) = guard.measure(PROBE_STEPS, RETAKES, || {
+            let b = run_text(&base)?;
+            let e = run_text(&elem)?;
+            let r = reference.as_ref().map(|r| run_text(r)).transpose()?;
+            Ok::<_, String>((b, e, r))
+        })?;
+        tb.push(b);
+        te.push(e);
+        tr.extend(r);
+        speed = match (speed, s) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+    }
     let nf = n as f64;
     let b = median(tb.clone());
     let per = |t: f64| ((t - b) / nf * 1e9).max(0.0);
@@ -297,7 +314,7 @@ fn measure(
 /// The table in Markdown.
 fn markdown(rows: &[Row], machine: &Machine) -> String {
     let mut s = String::from(
-        "| element | configuration | bytes | ns/packet (min-max) | Mpps | Gbps | reference ns | speed-up | goal | core GHz |\n\
+        "| element | configuration | bytes | ns/packet (min-max) | Mpps | Gbps | reference ns | speed-up | goal | core GHz, adds/ns |\n\
          |---|---|---:|---:|---:|---:|---:|---:|---|---:|\n",
     );
     for r in rows {
@@ -372,12 +389,12 @@ fn run_in(dir: &Path, opts: &Options) -> Result<String, String> {
         return Err("no benchmark case matches the filter".into());
     }
     let mut rows = Vec::new();
-    let mut guard = SpeedGuard::new(machine.speed_before);
+    let mut guard = SpeedGuard::new(machine.start_speed());
     for c in &cases {
         for &size in &c.sizes {
             let r = measure(c, size, dir, opts, &mut guard)?;
             eprintln!(
-                "{:<14} {:<40} {:>5} B {:>8.2} ns/packet {:>8.1} Mpps  (core {} GHz)",
+                "{:<14} {:<40} {:>5} B {:>8.2} ns/packet {:>8.1} Mpps  (core {} adds/ns)",
                 r.element,
                 r.what,
                 r.size,
@@ -391,9 +408,9 @@ fn run_in(dir: &Path, opts: &Options) -> Result<String, String> {
     machine.end();
     let mut md = markdown(&rows, &machine);
     md.push_str(&format!(
-        "rows measured again while the core read below {:.0} % of its fastest probe ({:.2} GHz): {}; kept slow after {RETAKES} retakes: {}\n",
+        "rounds measured again while the core read below {:.0} % of its fastest probe ({}): {}; kept slow after {RETAKES} retakes: {}\n",
         linerate_model::SLOW_SHARE * 100.0,
-        guard.fastest,
+        guard.fastest.map_or("-".to_string(), |f| f.text()),
         guard.retaken,
         guard.kept_slow
     ));

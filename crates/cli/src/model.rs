@@ -202,14 +202,27 @@ pub fn report(m: &Model) -> String {
         m.noise.max_cv_at.0,
         m.noise.max_cv_at.1
     );
-    let mut ghz: Vec<f64> = m.points.iter().filter_map(|pt| pt.core_ghz).collect();
+    let sorted = |f: fn(&linerate_model::Point) -> Option<f64>| {
+        let mut v: Vec<f64> = m.points.iter().filter_map(f).collect();
+        v.sort_by(f64::total_cmp);
+        v
+    };
+    let (ghz, adds) = (sorted(|pt| pt.core_ghz), sorted(|pt| pt.core_adds));
+    let range = |v: &[f64], digits: usize| {
+        format!(
+            "{:.digits$} to {:.digits$}, median {:.digits$}",
+            v[0],
+            v[v.len() - 1],
+            v[v.len() / 2]
+        )
+    };
     if !ghz.is_empty() {
-        ghz.sort_by(f64::total_cmp);
+        s += &format!("core speed around the runs: {} GHz", range(&ghz, 2));
+        if !adds.is_empty() {
+            s += &format!("; issue rate {} adds/ns", range(&adds, 1));
+        }
         s += &format!(
-            "core speed around the runs: {:.2} to {:.2} GHz, median {:.2}; {} runs retaken while it read below {:.0} % of the fastest probe, {} kept slow after {} retakes\n",
-            ghz[0],
-            ghz[ghz.len() - 1],
-            ghz[ghz.len() / 2],
+            "; {} runs retaken while a probe read below {:.0} % of its fastest, {} kept slow after {} retakes\n",
             m.retaken,
             linerate_model::SLOW_SHARE * 100.0,
             m.kept_slow,

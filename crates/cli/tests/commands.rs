@@ -340,22 +340,24 @@ fn bench_elements_filters_by_description_and_reports_the_core_speed() {
     o.expect_code(0);
     let rows: Vec<&str> = o.stdout.lines().filter(|l| l.starts_with("| ")).collect();
     assert_eq!(rows.len(), 2, "{}", o.stdout);
-    assert!(rows[0].ends_with("| core GHz |"), "{}", rows[0]);
+    assert!(rows[0].ends_with("| core GHz, adds/ns |"), "{}", rows[0]);
     assert!(rows[1].starts_with("| Null | no-op | 64 |"), "{}", rows[1]);
     #[cfg(target_arch = "x86_64")]
     {
-        let ghz: f64 = rows[1]
+        let (ghz, adds) = rows[1]
             .trim_end_matches(" |")
             .rsplit("| ")
             .next()
             .unwrap()
-            .parse()
+            .split_once(", ")
             .unwrap();
+        let (ghz, adds): (f64, f64) = (ghz.parse().unwrap(), adds.parse().unwrap());
         assert!((0.1..10.0).contains(&ghz), "{ghz}");
+        assert!((0.1..80.0).contains(&adds), "{adds}");
     }
     assert!(
         o.stdout
-            .contains("rows measured again while the core read below 90 %"),
+            .contains("rounds measured again while the core read below 90 %"),
         "{}",
         o.stdout
     );

@@ -57,13 +57,17 @@ fn quick_calibration_writes_model_csv_and_plots() {
             "{}",
             o.stdout
         );
-        assert!(csv.lines().next().unwrap().ends_with(",core_ghz"));
+        assert!(csv.lines().next().unwrap().ends_with(",core_ghz,core_adds"));
         for l in csv.lines().skip(1) {
-            let g: f64 = l.rsplit(',').next().unwrap().parse().unwrap();
-            assert!((0.1..10.0).contains(&g), "{l}");
+            let mut last = l.rsplit(',').map(|v| v.parse::<f64>().unwrap());
+            let (adds, ghz) = (last.next().unwrap(), last.next().unwrap());
+            assert!((0.1..10.0).contains(&ghz), "{l}");
+            assert!((0.1..80.0).contains(&adds), "{l}");
         }
+        assert!(o.stdout.contains(" adds/ns; "), "{}", o.stdout);
         let pts = m["points"].as_array().unwrap();
         assert!(pts.iter().all(|p| p["core_ghz"].as_f64().is_some()));
+        assert!(pts.iter().all(|p| p["core_adds"].as_f64().is_some()));
         assert!(m["retaken"].as_u64().is_some() && m["kept_slow"].as_u64().is_some());
     }
     for f in [

@@ -22,13 +22,16 @@
 //! It excludes parsing and building the router and building the frames.
 //! Nothing is subtracted.
 //!
-//! Every run is bracketed by a probe of the core's speed ([`crate::core_speed`]:
-//! dependent additions a nanosecond, about 1 ms). On a shared host the core
+//! Every run is bracketed by probes of the core ([`crate::CoreSpeed`]: its
+//! clock, dependent additions a nanosecond, and its issue rate, independent
+//! additions a nanosecond; about 1 ms together). On a shared host the core
 //! runs at about half speed for seconds at a time (session 19: 3.7 and
-//! 1.9-2.3 GHz within a minute); a run around which the probe read below
-//! [`crate::SLOW_SHARE`] of the fastest probe so far is measured again, up to
-//! [`RETAKES`] times, and the model counts the retakes and the runs kept
-//! slow. Each point records the slower of its two probes.
+//! 1.9-2.3 GHz within a minute), and another tenant's thread on the same
+//! physical core takes a third or more of its width at full clock (session
+//! 20); a run around which either probe read below [`crate::SLOW_SHARE`] of
+//! its fastest so far is measured again, up to [`RETAKES`] times, and the
+//! model counts the retakes and the runs kept slow. Each point records the
+//! slower of its two probes of each kind.
 
 use crate::fit::{self, Obs};
 use crate::{stats, Machine, Model, Noise, Point, SpeedGuard, FORMAT};
@@ -43,8 +46,8 @@ use std::time::Instant;
 /// after that it is kept and counted ([`Model::kept_slow`]).
 pub const RETAKES: usize = 3;
 
-/// Additions in each of the three chains of the speed probe around every
-/// calibration run ([`crate::core_speed`]): about 1 ms a probe at 3 GHz.
+/// Additions in each of the three chains of the probes around every
+/// calibration run ([`crate::CoreSpeed::probe`]): about 1 ms at 3 GHz.
 const PROBE_STEPS: u32 = 1_000_000;
 
 /// The I/O path a calibration measures.
@@ -388,13 +391,13 @@ pub fn calibrate(opts: &Options) -> Result<Model, String> {
     }
     let total = grid.len() * opts.repeats;
     let mut points = Vec::with_capacity(total);
-    let mut guard = SpeedGuard::new(machine.speed_before);
+    let mut guard = SpeedGuard::new(machine.start_speed());
     for rep in 0..opts.repeats {
         let mut order = grid.clone();
         shuffle(&mut order, 0x9E37_79B9_7F4A_7C15 ^ rep as u64);
         for (p, h, n) in order {
             let text = nf_text(opts.io, p, h, n, trace_for(p));
-            let (r, core_ghz) = guard.measure(PROBE_STEPS, RETAKES, || run_config(&reg, &text))?;
+            let (r, speed) = guard.measure(PROBE_STEPS, RETAKES, || run_config(&reg, &text))?;
             let sent = r.packets;
             if sent == 0 {
                 return Err(format!("p = {p}, h = {h}: the source sent no packets"));
@@ -407,7 +410,8 @@ pub fn calibrate(opts: &Options) -> Result<Model, String> {
                 seconds: r.wall,
                 cpu_seconds: r.cpu,
                 ns_per_packet: r.seconds(opts.clock) * 1e9 / sent as f64,
-                core_ghz,
+                core_ghz: speed.map(|s| s.ghz),
+                core_adds: speed.map(|s| s.adds),
             });
             if opts.progress {
                 eprint!("\rcalibrating: {}/{} runs", points.len(), total);

@@ -49,6 +49,11 @@ pub struct Point {
     /// ([`core_speed`]) just before and just after it.
     #[serde(default)]
     pub core_ghz: Option<f64>,
+    /// The core's issue rate around the run, independent additions a
+    /// nanosecond: the slower of the probes ([`core_issue`]) just before and
+    /// just after it.
+    #[serde(default)]
+    pub core_adds: Option<f64>,
 }
 
 /// How noisy the measurements were.
@@ -82,6 +87,12 @@ pub struct Machine {
     /// The same after it.
     #[serde(default)]
     pub speed_after: Option<f64>,
+    /// The core's issue rate before the measurement ([`core_issue`]).
+    #[serde(default)]
+    pub adds_before: Option<f64>,
+    /// The same after it.
+    #[serde(default)]
+    pub adds_after: Option<f64>,
 }
 
 impl Machine {
@@ -106,31 +117,46 @@ impl Machine {
             load_after: None,
             speed_before: core_speed_ghz(),
             speed_after: None,
+            adds_before: core_issue(PROBE_STEPS),
+            adds_after: None,
         }
     }
 
-    /// Record the load average and the core's speed at the end of a
+    /// The probes taken before the measurement, as a [`SpeedGuard`]'s start.
+    pub fn start_speed(&self) -> Option<CoreSpeed> {
+        Some(CoreSpeed {
+            ghz: self.speed_before?,
+            adds: self.adds_before?,
+        })
+    }
+
+    /// Record the load average and the core's speed and issue rate at the end of a
     /// measurement.
     pub fn end(&mut self) {
         self.load_after = loadavg();
         self.speed_after = core_speed_ghz();
+        self.adds_after = core_issue(PROBE_STEPS);
     }
 
     /// One line for a report: `CPU, N CPUs, kernel K, load average A before, B after,
-    /// core X GHz before, Y after` (1-minute averages; `-` where the system does not
-    /// report them or the probe does not run).
+    /// core X GHz before, Y after, U adds/ns before, V after` (1-minute
+    /// averages; `-` where the system does not report them or the probe does
+    /// not run).
     pub fn summary(&self) -> String {
         let load = |l: Option<[f64; 3]>| l.map_or("-".to_string(), |l| format!("{:.2}", l[0]));
         let speed = |g: Option<f64>| g.map_or("-".to_string(), |g| format!("{g:.2}"));
+        let adds = |g: Option<f64>| g.map_or("-".to_string(), |g| format!("{g:.1}"));
         format!(
-            "{}, {} CPUs, kernel {}, load average {} before, {} after, core {} GHz before, {} after",
+            "{}, {} CPUs, kernel {}, load average {} before, {} after, core {} GHz before, {} after, {} adds/ns before, {} after",
             self.cpu,
             self.cpus,
             self.kernel,
             load(self.load_before),
             load(self.load_after),
             speed(self.speed_before),
-            speed(self.speed_after)
+            speed(self.speed_after),
+            adds(self.adds_before),
+            adds(self.adds_after)
         )
     }
 }
@@ -142,26 +168,78 @@ impl Machine {
 /// where the thread lost the core: on a shared virtual machine the same vCPU
 /// measured 3.7 and 1.9 within a minute (session 19), and every timing taken
 /// meanwhile moves with it, so reports print it next to the load average. It
-/// does not see a host that slows memory-bound code at full clock (session
-/// 19 saw rows move twofold with every probe at 3.6 GHz). `None` off x86-64.
+/// does not see another thread on the same physical core (an SMT sibling,
+/// on a shared host another tenant's vCPU): a dependent chain runs at one
+/// addition a cycle either way. [`core_issue`] does. `None` off x86-64.
 pub fn core_speed_ghz() -> Option<f64> {
     core_speed(10_000_000)
 }
 
-/// A measurement is taken again while the core's speed probe, just before
-/// or just after it, read below this share of the fastest probe so far: on
-/// a shared host the core slows to about half for seconds at a time, and
-/// every time taken meanwhile with it.
+/// A measurement is taken again while the core's speed probe or its issue
+/// probe, just before or just after it, read below this share of the
+/// fastest such probe so far: on a shared host the core slows to about half
+/// for seconds at a time, or another tenant's thread takes a third of its
+/// execution units, and every time taken meanwhile moves with it.
 pub const SLOW_SHARE: f64 = 0.9;
 
-/// Measurements taken while the core kept its speed: [`SpeedGuard::measure`]
-/// probes the core ([`core_speed`]) before and after a measurement and takes
-/// it again while either probe read below [`SLOW_SHARE`] of the fastest
-/// probe it has seen, counting retakes and measurements kept slow.
-#[derive(Debug, Clone, Default)]
+/// Additions in each chain of [`Machine`]'s issue probes (a few ms).
+const PROBE_STEPS: u32 = 10_000_000;
+
+/// What the two core probes read.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct CoreSpeed {
+    /// Dependent additions a nanosecond ([`core_speed`]): the core's clock.
+    pub ghz: f64,
+    /// Independent additions a nanosecond ([`core_issue`]): the clock times
+    /// the additions a cycle this thread's share of the core issues.
+    pub adds: f64,
+}
+
+impl CoreSpeed {
+    /// Both probes with chains of `steps` additions; `None` off x86-64.
+    pub fn probe(steps: u32) -> Option<CoreSpeed> {
+        Some(CoreSpeed {
+            ghz: core_speed(steps)?,
+            adds: core_issue(steps)?,
+        })
+    }
+
+    /// The slower of two readings, probe by probe.
+    pub fn min(self, other: CoreSpeed) -> CoreSpeed {
+        CoreSpeed {
+            ghz: self.ghz.min(other.ghz),
+            adds: self.adds.min(other.adds),
+        }
+    }
+
+    /// The faster of two readings, probe by probe.
+    pub fn max(self, other: CoreSpeed) -> CoreSpeed {
+        CoreSpeed {
+            ghz: self.ghz.max(other.ghz),
+            adds: self.adds.max(other.adds),
+        }
+    }
+
+    /// True if either probe read below [`SLOW_SHARE`] of `fastest`'s.
+    pub fn slower_than(self, fastest: CoreSpeed) -> bool {
+        self.ghz < SLOW_SHARE * fastest.ghz || self.adds < SLOW_SHARE * fastest.adds
+    }
+
+    /// `3.69 GHz, 13.6 adds/ns`.
+    pub fn text(self) -> String {
+        format!("{:.2} GHz, {:.1} adds/ns", self.ghz, self.adds)
+    }
+}
+
+/// Measurements taken while the core kept its speed and issue rate:
+/// [`SpeedGuard::measure`] probes the core ([`CoreSpeed::probe`]) before
+/// and after a measurement and takes it again while either probe read
+/// below [`SLOW_SHARE`] of the fastest such probe it has seen, counting
+/// retakes and measurements kept slow.
+#[derive(Debug, Clone, Copy, Default)]
 pub struct SpeedGuard {
-    /// The fastest probe so far, GHz.
-    pub fastest: f64,
+    /// The fastest probes so far (each on its own), if any.
+    pub fastest: Option<CoreSpeed>,
     /// Measurements taken again.
     pub retaken: usize,
     /// Measurements kept although the core still ran slow.
@@ -169,11 +247,11 @@ pub struct SpeedGuard {
 }
 
 impl SpeedGuard {
-    /// A guard whose fastest probe so far is `start` (a [`Machine`]'s
-    /// `speed_before`, say).
-    pub fn new(start: Option<f64>) -> SpeedGuard {
+    /// A guard whose fastest probes so far are `start` (a [`Machine`]'s
+    /// [`start_speed`](Machine::start_speed), say).
+    pub fn new(start: Option<CoreSpeed>) -> SpeedGuard {
         SpeedGuard {
-            fastest: start.unwrap_or(0.0),
+            fastest: start,
             ..SpeedGuard::default()
         }
     }
@@ -186,18 +264,19 @@ impl SpeedGuard {
         steps: u32,
         retakes: usize,
         mut take: impl FnMut() -> Result<T, E>,
-    ) -> Result<(T, Option<f64>), E> {
+    ) -> Result<(T, Option<CoreSpeed>), E> {
         let mut tries = 0;
         loop {
-            let before = core_speed(steps);
+            let before = CoreSpeed::probe(steps);
             let t = take()?;
-            let after = core_speed(steps);
+            let after = CoreSpeed::probe(steps);
             let speed = before.zip(after).map(|(a, b)| a.min(b));
-            self.fastest = [before, after]
-                .into_iter()
-                .flatten()
-                .fold(self.fastest, f64::max);
-            let slow = speed.is_some_and(|g| g < SLOW_SHARE * self.fastest);
+            for s in [before, after].into_iter().flatten() {
+                self.fastest = Some(self.fastest.map_or(s, |f| f.max(s)));
+            }
+            let slow = speed
+                .zip(self.fastest)
+                .is_some_and(|(s, f)| s.slower_than(f));
             if !slow || tries == retakes {
                 self.kept_slow += usize::from(slow);
                 return Ok((t, speed));
@@ -240,6 +319,66 @@ pub fn core_speed(steps: u32) -> Option<f64> {
             let ns = t.elapsed().as_secs_f64() * 1e9;
             std::hint::black_box(x);
             best = best.max((4 * turns) as f64 / ns.max(1.0));
+        }
+        Some(best)
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let _ = steps;
+        None
+    }
+}
+
+/// How many additions a nanosecond this thread's share of the core issues:
+/// four independent chains of `steps / 4` additions each, interleaved (up
+/// to one a cycle on each integer ALU; about 3.7 a cycle on a Zen 4 core
+/// alone), timed on the wall clock, the fastest of three. It falls with the
+/// clock, as [`core_speed`] does, and also while another thread runs on the
+/// same physical core: on session 20's AMD EPYC guest the SMT sibling (a
+/// vCPU of another tenant) was busy in about four probes of five, and this
+/// probe read 6.9-10.4 instead of 13.6 with [`core_speed`] at its full 3.69
+/// GHz; timings that depend on the core's width (a parser, a hash, a copy,
+/// L1 and L2, which the siblings share) moved with it, up to twofold.
+/// `None` off x86-64.
+pub fn core_issue(steps: u32) -> Option<f64> {
+    #[cfg(target_arch = "x86_64")]
+    {
+        let mut best = 0f64;
+        // Twelve additions a turn, three on each of four registers, and the
+        // counter's decrement and branch.
+        let turns = u64::from(steps / 12).max(1);
+        for _ in 0..3 {
+            let (mut a, mut b, mut c, mut d) = (0u64, 0u64, 0u64, 0u64);
+            let t = std::time::Instant::now();
+            // SAFETY: registers only (five, all declared); no memory, no stack.
+            unsafe {
+                std::arch::asm!(
+                    "2:",
+                    "add {a}, 1",
+                    "add {b}, 1",
+                    "add {c}, 1",
+                    "add {d}, 1",
+                    "add {a}, 1",
+                    "add {b}, 1",
+                    "add {c}, 1",
+                    "add {d}, 1",
+                    "add {a}, 1",
+                    "add {b}, 1",
+                    "add {c}, 1",
+                    "add {d}, 1",
+                    "sub {n}, 1",
+                    "jnz 2b",
+                    a = inout(reg) a,
+                    b = inout(reg) b,
+                    c = inout(reg) c,
+                    d = inout(reg) d,
+                    n = inout(reg) turns => _,
+                    options(nomem, nostack)
+                )
+            };
+            let ns = t.elapsed().as_secs_f64() * 1e9;
+            std::hint::black_box((a, b, c, d));
+            best = best.max((12 * turns) as f64 / ns.max(1.0));
         }
         Some(best)
     }
@@ -325,12 +464,12 @@ impl Model {
     /// Every run as CSV, with the model's prediction and relative residual.
     pub fn to_csv(&self) -> String {
         let mut s = String::from(
-            "p,frame_size,h,repeat,packets,seconds,cpu_seconds,ns_per_packet,model_ns,relative_residual,core_ghz\n",
+            "p,frame_size,h,repeat,packets,seconds,cpu_seconds,ns_per_packet,model_ns,relative_residual,core_ghz,core_adds\n",
         );
         for pt in &self.points {
             let y = self.fit.predict(pt.p as f64, f64::from(pt.h));
             s.push_str(&format!(
-                "{},{},{},{},{},{:.6},{:.6},{:.4},{:.4},{:.5},{}\n",
+                "{},{},{},{},{},{:.6},{:.6},{:.4},{:.4},{:.5},{},{}\n",
                 pt.p,
                 pt.p + ether::FCS,
                 pt.h,
@@ -341,7 +480,8 @@ impl Model {
                 pt.ns_per_packet,
                 y,
                 (pt.ns_per_packet - y) / y,
-                pt.core_ghz.map_or(String::new(), |g| format!("{g:.3}"))
+                pt.core_ghz.map_or(String::new(), |g| format!("{g:.3}")),
+                pt.core_adds.map_or(String::new(), |g| format!("{g:.2}"))
             ));
         }
         s

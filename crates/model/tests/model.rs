@@ -47,6 +47,7 @@ fn synthetic(rng: &mut Rng, sd: f64, repeats: usize) -> Vec<Point> {
                     cpu_seconds: t * 1e-3,
                     ns_per_packet: t,
                     core_ghz: None,
+                    core_adds: None,
                 });
             }
         }
@@ -308,27 +309,44 @@ fn machine_reports_the_core_speed() {
     let mut m = Machine::current();
     m.end();
     #[cfg(target_arch = "x86_64")]
-    for g in [m.speed_before, m.speed_after] {
-        let g = g.expect("probed on x86-64");
+    for (g, a) in [
+        (m.speed_before, m.adds_before),
+        (m.speed_after, m.adds_after),
+    ] {
+        let (g, a) = (g.expect("probed on x86-64"), a.expect("probed on x86-64"));
         // One addition a cycle: a core runs 0.1 to 10 of them a nanosecond
         // (a chain that did not run would read far above 10).
         assert!((0.1..10.0).contains(&g), "{g}");
+        // Four chains: more than one chain's rate unless the core was taken
+        // away in between, and at most one addition a cycle on each of
+        // eight ALUs.
+        assert!((0.1..80.0).contains(&a), "{a}");
     }
+    assert!(m.start_speed().is_some());
     assert!(m.summary().contains(" GHz before, "), "{}", m.summary());
-    // A model file written before the probe existed still loads.
+    assert!(m.summary().contains(" adds/ns before, "), "{}", m.summary());
+    // A model file written before the probes existed still loads.
     let mut v = serde_json::to_value(&m).unwrap();
     let o = v.as_object_mut().unwrap();
-    assert!(o.remove("speed_before").is_some() && o.remove("speed_after").is_some());
+    for k in ["speed_before", "speed_after", "adds_before", "adds_after"] {
+        assert!(o.remove(k).is_some(), "{k}");
+    }
     let back: Machine = serde_json::from_value(v).unwrap();
     assert_eq!((back.speed_before, back.speed_after), (None, None));
+    assert_eq!((back.adds_before, back.adds_after), (None, None));
+    assert_eq!(back.start_speed(), None);
     assert_eq!(back.load_before, m.load_before);
 }
 
 #[test]
 fn speed_guard_retakes_slow_measurements_and_counts_them() {
-    use linerate_model::SpeedGuard;
+    use linerate_model::{CoreSpeed, SpeedGuard};
+    let unreachable = CoreSpeed {
+        ghz: 1000.0,
+        adds: 1000.0,
+    };
     // A fastest probe no core reaches: every measurement reads slow.
-    let mut g = SpeedGuard::new(Some(1000.0));
+    let mut g = SpeedGuard::new(Some(unreachable));
     let mut calls = 0;
     let (v, speed) = g
         .measure(100_000, 2, || {
@@ -340,12 +358,39 @@ fn speed_guard_retakes_slow_measurements_and_counts_them() {
     {
         assert_eq!((v, calls), (3, 3), "taken once and retaken twice");
         assert_eq!((g.retaken, g.kept_slow), (2, 1));
-        assert!(speed.is_some_and(|s| s < 1000.0));
+        assert!(speed.is_some_and(|s| s.ghz < 1000.0 && s.adds < 1000.0));
     }
     #[cfg(not(target_arch = "x86_64"))]
     assert_eq!((v, speed, g.retaken), (1, None, 0));
+    // Either probe alone makes a measurement slow: a clock any core
+    // reaches with an issue rate none does (another thread on the core).
+    let mut g = SpeedGuard::new(Some(CoreSpeed {
+        ghz: 0.001,
+        adds: 1000.0,
+    }));
+    let (v, _) = g.measure(100_000, 1, || Ok::<_, ()>(7)).unwrap();
+    #[cfg(target_arch = "x86_64")]
+    assert_eq!((v, g.retaken, g.kept_slow), (7, 1, 1));
+    #[cfg(not(target_arch = "x86_64"))]
+    assert_eq!((v, g.retaken), (7, 0));
+    let fastest = CoreSpeed {
+        ghz: 3.0,
+        adds: 12.0,
+    };
+    for (ghz, adds, slow) in [
+        (3.0, 12.0, false),
+        (2.8, 11.0, false),
+        (2.6, 12.0, true),
+        (3.0, 10.0, true),
+    ] {
+        assert_eq!(
+            CoreSpeed { ghz, adds }.slower_than(fastest),
+            slow,
+            "{ghz} {adds}"
+        );
+    }
     // An error ends the measurement at once.
-    let mut g = SpeedGuard::new(Some(1000.0));
+    let mut g = SpeedGuard::new(Some(unreachable));
     assert_eq!(g.measure(100_000, 2, || Err::<(), _>("no")), Err("no"));
     assert_eq!(g.retaken, 0);
 }

@@ -1,13 +1,14 @@
 #!/usr/bin/env python3
 """Time shell commands alternately, keeping only runs the rest of the machine left alone.
 
-    bench/alternate.py N 'CMD A' 'CMD B' [...]     [LIMIT=seconds, default 900]
+    bench/alternate.py N 'CMD A' 'CMD B' [...]     [LIMIT=seconds, default 900] [ALL=1]
 
 Runs A, B, ... in turn until each has N clean runs (or LIMIT seconds pass) and prints,
 per command, the median and minimum wall time and the median CPU time (user + system
-of the command and its children). A run is clean when the machine's busy time during
-it (/proc/stat, all CPUs) exceeds the run's own CPU time by less than 3 % of two
-CPUs' worth of its wall time (plus 20 ms for the tick's granularity): nothing else ran.
+of the command and its children); with ALL=1, every clean run's wall time too. A run
+is clean when the machine's busy time during it (/proc/stat, all CPUs) exceeds the
+run's own CPU time by less than 3 % of two CPUs' worth of its wall time (plus 20 ms
+for the tick's granularity): nothing else ran.
 
 On a shared two-vCPU machine a two-thread run cannot be timed while anyone else uses a
 CPU; this keeps the runs that happened in quiet moments, so A/B comparisons stay
@@ -90,6 +91,8 @@ def main():
         cpu = [u * 1000 for _, u in v]
         print(f"{c}\n    n={len(v)}  wall median {statistics.median(wall):.1f} ms, "
               f"min {min(wall):.1f} ms;  CPU median {statistics.median(cpu):.1f} ms")
+        if os.environ.get("ALL"):
+            print("    wall ms: " + " ".join(f"{w:.1f}" for w in sorted(wall)))
     print(f"runs dropped (machine busy): {dropped}")
     if speed:
         print(f"runs dropped (a core below 90 % of the fastest probe, {fastest[0]:.2f} GHz, "

@@ -201,3 +201,55 @@ fn decap_other_tpids_and_truncated_tags() {
     assert_eq!(out, vec![tiny, plain()]);
     assert_eq!(read(&r, "d.drops"), "1");
 }
+
+#[test]
+fn encap_tags_own_buffers_and_views_mixed_in_large_batches() {
+    // 150 frames from each of two sources meet in one queue and leave it in
+    // batches of up to 256: FromDump's packets are views of the trace (a tag
+    // needs a copy first), MemoryReplay's copies are their own buffers
+    // (tagged in place), and every 7th frame is too short. Every frame that
+    // has its addresses comes out tagged, with its bytes intact, whichever
+    // path it took and wherever in a chunk of 64 it sat.
+    let frame = |src: u8, i: u8| -> Vec<u8> {
+        if i % 7 == 3 {
+            return vec![src, i, 0, 0, 0];
+        }
+        let mut f = plain();
+        f[0] = src;
+        f[1] = i;
+        f[17] = i ^ 0x5a;
+        f
+    };
+    let views: Vec<Vec<u8>> = (0..150).map(|i| frame(0xaa, i)).collect();
+    let own: Vec<Vec<u8>> = (0..150).map(|i| frame(0xbb, i)).collect();
+    let (vi, oi, out) = (
+        tmp("mixed-views.pcap"),
+        tmp("mixed-own.pcap"),
+        tmp("mixed-out.pcap"),
+    );
+    write_pcap(&vi, &views);
+    write_pcap(&oi, &own);
+    let full = views.iter().chain(&own).filter(|f| f.len() >= 12).count();
+    let mut r = build(&format!(
+        "FromDump({}) -> q :: Queue(1024);
+         MemoryReplay(FILE {}, COPY true, LIMIT 150) -> q;
+         q -> Unqueue(BURST 256) -> e :: VLANEncap(VLAN_ID 9)
+           -> Counter(COUNT_CALL {full} stop) -> ToDump({}, SNAPLEN 65535);",
+        vi.display(),
+        oi.display(),
+        out.display()
+    ))
+    .unwrap_or_else(|e| panic!("{e}"));
+    r.run();
+    let mut got = records(&out);
+    got.sort();
+    let mut want: Vec<Vec<u8>> = views
+        .iter()
+        .chain(&own)
+        .filter(|f| f.len() >= 12)
+        .map(|f| [&f[..12], &[0x81, 0x00, 0x00, 0x09], &f[12..]].concat())
+        .collect();
+    want.sort();
+    assert_eq!(got, want);
+    assert_eq!(read(&r, "e.drops"), (300 - full).to_string());
+}

@@ -37,7 +37,10 @@
 //! Per packet: one 4-byte `push` into the headroom and a 12-byte move of the
 //! addresses. A packet whose data is shared (a zero-copy view of a source's
 //! buffer or trace mapping, or a clone) is first copied into its own buffer,
-//! as in Click. The `VLAN_TCI` annotation is read in host byte order
+//! as in Click. With one tag for every packet, the batch is taken in chunks
+//! of 64: the loop tags the packets it can in place (`try_push_mut`, no
+//! call, so nothing spills) and marks the others, which take the copying
+//! path after the chunk. The `VLAN_TCI` annotation is read in host byte order
 //! (linerate's annotation convention; Click stores it in network order).
 //! Click's element-specific `config` handler (which prints the parsed
 //! VLAN_ID and VLAN_PCP) is not provided: `config` is linerate's generic
@@ -167,13 +170,33 @@ impl Element for VlanEncap {
                 }
             }
         } else if i32::from(c.tci & 0xFFF) != c.native {
-            // One tag for every packet: the loop is the tag insertion alone.
-            for p in batch.iter_mut() {
-                if p.len() < 12 {
-                    short = true;
-                    continue;
+            // One tag for every packet. Chunks of 64: a packet whose buffer is
+            // its own with room for the tag is tagged in place, calling
+            // nothing; one that must be copied first (shared, a view, no
+            // headroom) is marked and tagged after the chunk.
+            let tag = (u32::from(c.ethertype) << 16 | u32::from(c.tci)).to_be_bytes();
+            for chunk in batch.as_mut_slice().chunks_mut(64) {
+                let mut copy = 0u64;
+                for (i, p) in chunk.iter_mut().enumerate() {
+                    if p.len() < 12 {
+                        short = true;
+                        continue;
+                    }
+                    match p.try_push_mut(4) {
+                        Some(d) => {
+                            let d = &mut d[..16];
+                            let macs: [u8; 12] = d[4..16].try_into().expect("12 bytes");
+                            d[..12].copy_from_slice(&macs);
+                            d[12..16].copy_from_slice(&tag);
+                        }
+                        None => copy |= 1 << i,
+                    }
                 }
-                insert_tag(p, c.ethertype, c.tci);
+                while copy != 0 {
+                    let i = copy.trailing_zeros() as usize;
+                    copy &= copy - 1;
+                    insert_tag(&mut chunk[i], c.ethertype, c.tci);
+                }
             }
         } else {
             short = batch.iter().any(|p| p.len() < 12);

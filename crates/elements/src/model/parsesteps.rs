@@ -44,7 +44,10 @@
 //! ```
 //!
 //! # Implementation
-//! No allocation, no writes to packets. A step is one dependent chain of
+//! No allocation, no writes to packets. With `STEPS 0` each packet's state
+//! is its seed, so the element reads each packet's length and nothing else
+//! (`linerate model`'s C point: 4 instructions a packet fewer than lanes
+//! that run no step). A step is one dependent chain of
 //! about a dozen instructions (two loads, two multiplies): one packet alone
 //! runs at the chain's latency. With `LANES n`, n packets of the batch run
 //! their steps in lockstep, so the core overlaps n independent chains (a

@@ -398,7 +398,7 @@ fn nf_cmd(
         sizes
     };
     let (target, repeats) = if quick { (0.02, 1) } else { (0.25, 3) };
-    let pts = calibrate::measure_nf(&text, io, &sizes, &fit, target, repeats, clock)?;
+    let (pts, guard) = calibrate::measure_nf(&text, io, &sizes, &fit, target, repeats, clock)?;
     let mut s = format!(
         "{}: {} I/O; model {desc}: C = {:.2} ns, P = {:.4} ns/B, H = {:.3} ns\n\
          T = median ns per packet over {repeats} run(s), source to sink, {} clock; h_eq = (T - C - P*p) / H; \
@@ -435,6 +435,16 @@ fn nf_cmd(
         h.iter().copied().fold(f64::INFINITY, f64::min),
         h.iter().copied().fold(f64::NEG_INFINITY, f64::max)
     );
+    if let Some(f) = guard.fastest {
+        s += &format!(
+            "{} runs retaken while a core probe read below {:.0} % of its fastest ({}), {} kept slow after {} retakes\n",
+            guard.retaken,
+            linerate_model::SLOW_SHARE * 100.0,
+            f.text(),
+            guard.kept_slow,
+            calibrate::RETAKES
+        );
+    }
     crate::write_stdout(&s);
     Ok(())
 }

@@ -122,6 +122,14 @@ fn quick_calibration_writes_model_csv_and_plots() {
         "{}",
         o.stdout
     );
+    // Its runs are probed and retaken as a calibration's are.
+    #[cfg(target_arch = "x86_64")]
+    assert!(
+        o.stdout
+            .contains("runs retaken while a core probe read below 90 %"),
+        "{}",
+        o.stdout
+    );
     let bad = t.write("bad.click", "InfiniteSource -> Discard;\n");
     let o = run(&mut linerate(&[
         "model",

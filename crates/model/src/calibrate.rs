@@ -530,6 +530,8 @@ pub const INPUT: &str = "$INPUT";
 /// Measure a network function: `text` must contain [`INPUT`] exactly once,
 /// where its packet source goes; it is replaced by the source element
 /// (named `src`, as in `src :: MemoryReplay(...)`), for each frame size.
+/// Every run is bracketed by the core probes and retaken, as a
+/// calibration's are; the returned guard counts the retakes.
 pub fn measure_nf(
     text: &str,
     io: Io,
@@ -538,7 +540,7 @@ pub fn measure_nf(
     target_s: f64,
     repeats: usize,
     clock: Clock,
-) -> Result<Vec<NfPoint>, String> {
+) -> Result<(Vec<NfPoint>, SpeedGuard), String> {
     if text.matches(INPUT).count() != 1 {
         return Err(format!(
             "the configuration must use {INPUT} exactly once, where its packet source goes (e.g. '{INPUT} -> CheckIPHeader(14) -> Discard;')"
@@ -551,6 +553,7 @@ pub fn measure_nf(
         std::fs::create_dir_all(&scratch.0).map_err(|e| format!("{}: {e}", scratch.0.display()))?;
     }
     let mut out = Vec::new();
+    let mut guard = SpeedGuard::new(crate::CoreSpeed::probe(PROBE_STEPS));
     for &frame in frames {
         let p = crate::ether::packet_len(frame).max(42);
         let src = |n: u64| -> Result<String, String> {
@@ -574,7 +577,8 @@ pub fn measure_nf(
         }
         let mut runs = Vec::new();
         for _ in 0..repeats.max(1) {
-            let r = run_config(&reg, &text.replace(INPUT, &src(want)?))?;
+            let text = text.replace(INPUT, &src(want)?);
+            let (r, _) = guard.measure(PROBE_STEPS, RETAKES, || run_config(&reg, &text))?;
             if r.packets == 0 {
                 return Err("the source sent no packets".into());
             }
@@ -589,5 +593,5 @@ pub fn measure_nf(
             h_equiv: (t - fit.c.value - fit.p.value * p as f64) / fit.h.value,
         });
     }
-    Ok(out)
+    Ok((out, guard))
 }

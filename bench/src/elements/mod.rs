@@ -394,7 +394,7 @@ fn run_in(dir: &Path, opts: &Options) -> Result<String, String> {
         for &size in &c.sizes {
             let r = measure(c, size, dir, opts, &mut guard)?;
             eprintln!(
-                "{:<14} {:<40} {:>5} B {:>8.2} ns/packet {:>8.1} Mpps  (core {} adds/ns)",
+                "{:<14} {:<40} {:>5} B {:>8.2} ns/packet {:>8.1} Mpps  (core GHz, adds/ns: {})",
                 r.element,
                 r.what,
                 r.size,

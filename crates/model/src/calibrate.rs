@@ -575,10 +575,10 @@ pub fn measure_nf(
         if io == Io::Pcap {
             want = want.min((64 << 20) / (p + 16)).max(pilot);
         }
+        let timed = text.replace(INPUT, &src(want)?);
         let mut runs = Vec::new();
         for _ in 0..repeats.max(1) {
-            let text = text.replace(INPUT, &src(want)?);
-            let (r, _) = guard.measure(PROBE_STEPS, RETAKES, || run_config(&reg, &text))?;
+            let (r, _) = guard.measure(PROBE_STEPS, RETAKES, || run_config(&reg, &timed))?;
             if r.packets == 0 {
                 return Err("the source sent no packets".into());
             }

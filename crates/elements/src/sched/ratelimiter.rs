@@ -365,7 +365,7 @@ impl FastBuckets {
     }
 
     /// [`split_classes`](Self::split_classes) for the way `how` reads the
-    /// class value.
+    /// class value (`BITS` and `POW2` chosen by [`split`](Self::split)).
     #[inline]
     fn split_by<const BITS: bool, const POW2: bool>(
         &mut self,
@@ -388,8 +388,9 @@ impl FastBuckets {
     }
 
     /// [`split`](Self::split) with a bucket per class, monomorphised for
-    /// the unit (`BITS`) and the way of reading the class value, so that
-    /// the loop asks neither per packet.
+    /// the unit (`BITS`), the way of reading the class value and the kind of
+    /// remainder (`POW2`: a mask), so that the loop asks none of them per
+    /// packet.
     #[inline]
     fn split_classes<const BITS: bool, const POW2: bool>(
         &mut self,

@@ -32,10 +32,12 @@
 //! - `IMPL` (`fast` or `reference`, default `fast`): the implementation;
 //!   both behave identically (see Implementation).
 //!
-//! Each bucket starts full and is refilled at `RATE` with the time of the
-//! scheduler round (Click's `Timestamp::recent()`); a packet conforms if its
-//! class's bucket holds its cost (1 token, or its length in bits), which is
-//! then removed.
+//! Each bucket starts full, stays full (at the current `BURST`) until its
+//! class's first packet, and is refilled at `RATE` with the time of the
+//! scheduler round (Click's `Timestamp::recent()`; a round whose time is
+//! earlier than one already seen counts as that time); a packet conforms if
+//! its class's bucket holds its cost (1 token, or its length in bits),
+//! which is then removed.
 //!
 //! Click's `RatedSplitter(RATE)` is `RateLimiter(RATE)` and
 //! `BandwidthRatedSplitter(RATE)` is close to `RateLimiter(RATE)` with a
@@ -67,22 +69,31 @@
 //! ```
 //!
 //! # Implementation
-//! Integer token math only: a bucket level is kept in nano-tokens (tokens
-//! times 10^9), so a refill is `elapsed ns × rate` and a packet costs
-//! `10^9` or `length × 8 × 10^9`, with saturating arithmetic and no float
-//! or division per packet. Each class has one 32-byte record (level, last
-//! refill time, packets seen, packets dropped: passed is seen minus
-//! dropped), so a packet touches one half cache line and no bounds check;
-//! the class is the annotation or flow hash modulo `CLASSES`, a mask when
-//! `CLASSES` is a power of two and Lemire's multiply-only remainder
-//! otherwise, and the loop is compiled once per unit, way of reading the
-//! class and kind of remainder, so it asks none of them per packet (the
-//! mask and the unchecked index made `MemoryReplay -> L4Parser ->
-//! RateLimiter(100Gbps, HASH true, CLASSES 1024) -> Discard` 5.3 % faster
-//! in session 20: 1195 → 1131 ms for 100 M packets). A bucket is
-//! refilled at each of its packets, which adds nothing after the first of
-//! a round (an empty batch starts no clock). The refill, the conform
-//! decision and the level update are branch-free.
+//! Integer token math only: a bucket is kept in nano-tokens (tokens times
+//! 10^9), so a refill is `elapsed ns × rate` and a packet costs `10^9` or
+//! `length × 8 × 10^9`, with no float or division per packet. A bucket
+//! holds its *deficit* (nano-tokens missing from full), so a refill is one
+//! subtraction floored at 0 and needs no cap, and a packet conforms when
+//! deficit plus cost is at most the bucket size; the elapsed time is
+//! capped at the time that fills an empty bucket, and a bucket is at most
+//! 2^63 nano-tokens, so nothing can overflow and nothing saturates.
+//! Each class has one 32-byte record (deficit, last refill time, and one
+//! word of 32-bit seen and dropped counts, a single addition a packet,
+//! folded into 64-bit counters before 2^32 packets could carry one over),
+//! so a packet touches one half cache line and no bounds check; the class
+//! is the annotation or flow hash modulo `CLASSES`, a mask when `CLASSES`
+//! is a power of two and Lemire's multiply-only remainder otherwise, and
+//! the loop is compiled once per unit, way of reading the class and kind
+//! of remainder, so it asks none of them per packet. A bucket is refilled
+//! at each of its packets, which adds nothing after the first of a round
+//! (an empty batch starts no clock). The conform decision and the update
+//! are branch-free; the refill's cap and floor compile to two branches
+//! that follow whether a packet is its class's first of the round.
+//! `MemoryReplay -> L4Parser -> RateLimiter(100Gbps, HASH true, CLASSES
+//! 1024) -> Discard`, 100 M packets, alternated: the mask and the
+//! unchecked index took it from 1195 to 1131 ms (session 20); the deficit,
+//! the capped elapsed time and the one-word counters from 1158 to 1070 ms
+//! (session 21; the limiter's share 3.8 → 3.0 ns).
 //! A single bucket keeps its level in a register: with a packet rate the
 //! batch's first `level / cost` packets conform; with a bandwidth the loop
 //! runs to the first packet that does not, then checks the rest (a
@@ -92,7 +103,7 @@
 //! order. Nothing is allocated per packet. Instructions per packet
 //! (`perf stat`, source subtracted, 64-byte frames), before → after this
 //! form: one bits/s bucket with excess 65 → 17, 1,024 classes by
-//! annotation 72 → 43.
+//! annotation 72 → 43 (session 12; fewer since).
 //!
 //! `IMPL reference` refills and tests each packet's bucket one packet at a
 //! time with 128-bit arithmetic and builds the two output batches packet
@@ -114,10 +125,10 @@ pub const CLASS: ElementClass = ElementClass {
 
 /// Nano-tokens per token.
 const NS: u64 = 1_000_000_000;
-/// Largest bucket in tokens (its nano-tokens must fit 64 bits).
-pub const MAX_BURST_TOKENS: u64 = u64::MAX / NS;
-/// "Never refilled" marker.
-const NEVER: u64 = u64::MAX;
+/// Largest bucket in tokens: its nano-tokens fit 63 bits, so that a
+/// bucket's deficit plus a packet's cost, and a refill of at most a
+/// bucket plus one nanosecond's nano-tokens, never overflow 64 bits.
+pub const MAX_BURST_TOKENS: u64 = (1 << 63) / NS;
 
 /// What a token is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -226,34 +237,57 @@ pub struct Counts {
 pub struct FastBuckets {
     rate: Rate,
     cap: u64,
+    /// The longest time whose refill matters: `ceil(cap / rate)` ns (0 for
+    /// a zero rate), which refills any bucket from empty to full.
+    fill_ns: u64,
+    /// The latest time seen: a round's time never runs back before it.
+    clock: u64,
     buckets: Vec<Bucket>,
+    /// Each class's (seen, dropped) counts folded in from the buckets'
+    /// 32-bit counters.
+    folded: Vec<[u64; 2]>,
+    /// Packets counted in the buckets since the last fold: no class's
+    /// 32-bit counter can pass this, which stays below 2^32.
+    unfolded: u64,
     /// `x % classes` as two multiplications.
     modulus: FastMod,
     dec: Vec<bool>,
 }
+
+/// A bucket's `counts` word: packets seen in its low 32 bits, dropped in
+/// its high 32 bits.
+const SEEN: u64 = 1;
+const DROPPED: u64 = 1 << 32;
 
 /// A class's bucket and counters: what a packet of the class touches, in
 /// one aligned half cache line.
 #[derive(Debug, Clone, Copy)]
 #[repr(C, align(32))]
 struct Bucket {
-    level: u64,
+    /// Nano-tokens missing from a full bucket (0: full), so that a refill
+    /// is one saturating subtraction and needs no cap.
+    deficit: u64,
+    /// Time of the last refill; 0 before the class's first packet (times
+    /// are at least 1).
     last: u64,
-    /// Packets seen (passed is `seen - dropped`: one fewer update a packet).
-    seen: u64,
-    dropped: u64,
+    /// Packets seen and dropped since the last fold, one word (`SEEN`,
+    /// `DROPPED`): one addition a packet.
+    counts: u64,
 }
 
 impl Bucket {
-    /// Refills the bucket at `now`, without a branch: the first sight of a
-    /// class only starts its clock (`now - NEVER` saturates to 0), and a
-    /// clock that went back adds nothing and keeps `last`.
+    /// The deficit refilled at `now` (at least `last`), without a branch;
+    /// the caller stores it and `now`. The elapsed time is capped at
+    /// `fill_ns`, which fills any bucket, so the product cannot overflow
+    /// (see [`MAX_BURST_TOKENS`]); the first sight of a class (`last` 0)
+    /// finds it full and leaves it so.
     #[inline]
-    fn refill(&mut self, rate: u64, cap: u64, now: u64) {
-        let add = now.saturating_sub(self.last).saturating_mul(rate);
-        self.level = self.level.saturating_add(add).min(cap);
-        // max(now, last) with NEVER below every time: NEVER + 1 wraps to 0.
-        self.last = (now + 1).max(self.last.wrapping_add(1)) - 1;
+    fn refilled(&self, rate: u64, fill_ns: u64, now: u64) -> u64 {
+        // LLVM compiles the cap and the floor to branches, whatever their
+        // form (masks and `select_unpredictable` included); they follow
+        // whether a class's packet is its first of the round.
+        let add = (now - self.last).min(fill_ns) * rate;
+        self.deficit.saturating_sub(add)
     }
 }
 
@@ -297,20 +331,33 @@ fn split_prefix(batch: &mut Batch, ok: usize) -> Batch {
     std::mem::replace(batch, front)
 }
 
+/// Nano-seconds that refill a bucket of `cap` nano-tokens from empty at
+/// `rate` nano-tokens per ns (0 for a zero rate, which never refills).
+fn fill_ns(rate: u64, cap: u64) -> u64 {
+    if rate == 0 {
+        0
+    } else {
+        cap.div_ceil(rate)
+    }
+}
+
 impl FastBuckets {
     /// `classes` full buckets of `burst` tokens (at most [`MAX_BURST_TOKENS`]).
     pub fn new(rate: Rate, burst: u64, classes: usize) -> FastBuckets {
         let cap = burst.min(MAX_BURST_TOKENS) * NS;
         let full = Bucket {
-            level: cap,
-            last: NEVER,
-            seen: 0,
-            dropped: 0,
+            deficit: 0,
+            last: 0,
+            counts: 0,
         };
         FastBuckets {
             rate,
             cap,
+            fill_ns: fill_ns(rate.per_sec, cap),
+            clock: 1,
             buckets: vec![full; classes],
+            folded: vec![[0; 2]; classes],
+            unfolded: 0,
             modulus: FastMod::new(classes as u32),
             dec: Vec::with_capacity(linerate_runtime::MAX_BATCH),
         }
@@ -318,31 +365,55 @@ impl FastBuckets {
 
     /// The counters.
     pub fn counts(&self) -> Counts {
+        let all = self.buckets.iter().zip(&self.folded).map(|(b, f)| {
+            let (seen, dropped) = (f[0] + (b.counts & 0xffff_ffff), f[1] + (b.counts >> 32));
+            (seen - dropped, dropped)
+        });
         Counts {
-            passed: self.buckets.iter().map(|b| b.seen - b.dropped).collect(),
-            dropped: self.buckets.iter().map(|b| b.dropped).collect(),
+            passed: all.clone().map(|c| c.0).collect(),
+            dropped: all.map(|c| c.1).collect(),
         }
     }
 
     /// Zero the counters.
     pub fn reset_counts(&mut self) {
-        for b in &mut self.buckets {
-            b.seen = 0;
-            b.dropped = 0;
+        for (b, f) in self.buckets.iter_mut().zip(&mut self.folded) {
+            b.counts = 0;
+            *f = [0; 2];
         }
+        self.unfolded = 0;
+    }
+
+    /// Counts `n` more packets, first folding the buckets' 32-bit counters
+    /// into the wide ones if `n` more could carry one of them over.
+    fn count(&mut self, n: usize) {
+        if self.unfolded + n as u64 > u32::MAX as u64 {
+            for (b, f) in self.buckets.iter_mut().zip(&mut self.folded) {
+                f[0] += b.counts & 0xffff_ffff;
+                f[1] += b.counts >> 32;
+                b.counts = 0;
+            }
+            self.unfolded = 0;
+        }
+        self.unfolded += n as u64;
     }
 
     /// Change the rate.
     pub fn set_rate(&mut self, rate: Rate) {
         self.rate = rate;
+        self.fill_ns = fill_ns(rate.per_sec, self.cap);
     }
 
-    /// Change the bucket size; levels are capped to it.
+    /// Change the bucket size; levels are capped to it, and the buckets of
+    /// classes not seen yet stay full.
     pub fn set_burst(&mut self, burst: u64) {
-        self.cap = burst.min(MAX_BURST_TOKENS) * NS;
+        let cap = burst.min(MAX_BURST_TOKENS) * NS;
         for b in &mut self.buckets {
-            b.level = b.level.min(self.cap);
+            let level = (self.cap - b.deficit).min(cap);
+            b.deficit = if b.last == 0 { 0 } else { cap - level };
         }
+        self.cap = cap;
+        self.fill_ns = fill_ns(self.rate.per_sec, cap);
     }
 
     /// Split `batch` at time `now`: it keeps the conforming packets, the
@@ -352,6 +423,9 @@ impl FastBuckets {
         if batch.is_empty() {
             return Batch::new();
         }
+        let now = now.max(self.clock);
+        self.clock = now;
+        self.count(batch.len());
         match (how, self.rate.unit) {
             (Classify::Single, _) => self.split_single(now, batch),
             // A power-of-two class count takes the class with a mask.
@@ -398,13 +472,16 @@ impl FastBuckets {
         batch: &mut Batch,
         value: impl Fn(&Packet) -> u32,
     ) -> Batch {
-        let (rate, cap, modulus) = (self.rate.per_sec, self.cap, self.modulus);
+        let (rate, cap, fill, modulus) = (self.rate.per_sec, self.cap, self.fill_ns, self.modulus);
         let buckets = &mut self.buckets[..];
         let n = batch.len();
         self.dec.clear();
         self.dec.resize(n, false);
         let mut ok_n = 0usize;
         for (p, d) in batch.iter().zip(self.dec.iter_mut()) {
+            // Both reads of the packet before the bucket's stores, which
+            // the compiler cannot tell apart from its metadata.
+            let cost = if BITS { p.len() as u64 * (8 * NS) } else { NS };
             let c = if POW2 {
                 value(p) & (modulus.d - 1)
             } else {
@@ -413,12 +490,13 @@ impl FastBuckets {
             // SAFETY: a remainder modulo the class count (`d`, the length
             // of `buckets`) is below it.
             let b = unsafe { buckets.get_unchecked_mut(c as usize) };
-            b.refill(rate, cap, now);
-            let cost = if BITS { p.len() as u64 * (8 * NS) } else { NS };
-            let ok = b.level >= cost;
-            b.level -= if ok { cost } else { 0 };
-            b.seen += 1;
-            b.dropped += !ok as u64;
+            let deficit = b.refilled(rate, fill, now);
+            // The level (cap - deficit) covers the cost.
+            let after = deficit + cost;
+            let ok = after <= cap;
+            b.deficit = if ok { after } else { deficit };
+            b.last = now;
+            b.counts += SEEN + (!ok as u64) * DROPPED;
             ok_n += ok as usize;
             *d = ok;
         }
@@ -437,8 +515,8 @@ impl FastBuckets {
     /// again while it is split.
     fn split_single(&mut self, now: u64, batch: &mut Batch) -> Batch {
         let b = &mut self.buckets[0];
-        b.refill(self.rate.per_sec, self.cap, now);
-        let start = b.level;
+        let start = self.cap - b.refilled(self.rate.per_sec, self.fill_ns, now);
+        b.last = now;
         let n = batch.len();
         let (ok_n, prefix, end) = match self.rate.unit {
             Unit::Packets => {
@@ -468,9 +546,8 @@ impl FastBuckets {
                 (ok_n, i, level)
             }
         };
-        b.level = end;
-        b.seen += n as u64;
-        b.dropped += (n - ok_n) as u64;
+        b.deficit = self.cap - end;
+        b.counts += n as u64 * SEEN + (n - ok_n) as u64 * DROPPED;
         if ok_n == prefix {
             return split_prefix(batch, ok_n);
         }
@@ -490,6 +567,8 @@ pub struct RefBuckets {
     burst: u64,
     level: Vec<u128>,
     last: Vec<Option<u64>>,
+    /// The latest time seen (times start at 1).
+    clock: u64,
     /// Counters.
     pub counts: Counts,
 }
@@ -503,6 +582,7 @@ impl RefBuckets {
             burst,
             level: vec![burst as u128 * NS as u128; classes],
             last: vec![None; classes],
+            clock: 1,
             counts: Counts {
                 passed: vec![0; classes],
                 dropped: vec![0; classes],
@@ -527,8 +607,15 @@ impl RefBuckets {
     /// Does one packet of `len` bytes in class `c` conform at `now`?
     pub fn conform(&mut self, now: u64, c: usize, len: usize) -> bool {
         let cap = self.burst as u128 * NS as u128;
+        // Time never runs back: an earlier time counts as the latest seen.
+        let now = now.max(self.clock);
+        self.clock = now;
         match self.last[c] {
-            None => self.last[c] = Some(now),
+            // Full (at the current burst) until the class's first packet.
+            None => {
+                self.level[c] = cap;
+                self.last[c] = Some(now);
+            }
             Some(t) if now > t => {
                 let add = (now - t) as u128 * self.rate.per_sec as u128;
                 self.level[c] = (self.level[c] + add).min(cap);
@@ -762,7 +849,39 @@ impl Element for RateLimiter {
 
 #[cfg(test)]
 mod tests {
-    use super::FastMod;
+    use super::{Classify, FastBuckets, FastMod, Rate, Unit, DROPPED};
+    use linerate_runtime::{Batch, Packet};
+
+    /// The buckets' 32-bit counters are folded into the wide ones before
+    /// they could carry over: counts stay exact past 2^32 packets.
+    #[test]
+    fn counters_fold_before_they_carry() {
+        let rate = Rate {
+            per_sec: 10,
+            unit: Unit::Packets,
+        };
+        let mut fb = FastBuckets::new(rate, 5, 2);
+        // As if class 1 had seen u32::MAX - 3 packets, 7 of them dropped.
+        fb.buckets[1].counts = (u32::MAX - 3) as u64 + 7 * DROPPED;
+        fb.buckets[1].last = 1;
+        fb.unfolded = (u32::MAX - 3) as u64;
+        let batch = |n: usize| -> Batch {
+            (0..n)
+                .map(|_| {
+                    let mut p = Packet::from_slice(&[0u8; 60]);
+                    p.anno_mut().flow_hash = 1;
+                    p
+                })
+                .collect()
+        };
+        // 10 packets at one time: the bucket's 5 tokens pass 5 of them.
+        let over = fb.split(2, &mut batch(10), Classify::Hash);
+        assert_eq!(over.len(), 5);
+        let c = fb.counts();
+        assert_eq!(c.dropped, [0, 12]);
+        assert_eq!(c.passed, [0, (u32::MAX - 3) as u64 - 7 + 5]);
+        assert_eq!(fb.unfolded, 10);
+    }
 
     #[test]
     fn fastmod_is_the_remainder() {

@@ -989,6 +989,56 @@ mod differential {
     }
 }
 
+/// The aggregator reads every record of a packet of several, and counts a
+/// packet of another length, or a record without the magic, as bad.
+#[test]
+fn aggregator_reads_packets_of_several_records() {
+    let rec = |f: u8, packets: u64| {
+        let mut m = Microflow::new();
+        m.key.src = map_v4([10, 0, 0, f]);
+        m.key.dst = map_v4([10, 0, 0, 100]);
+        m.key.sport = 1000 + f as u16;
+        m.key.dport = 53;
+        m.key.proto = 17;
+        m.key.version = 4;
+        m.dir.packets = packets;
+        m.dir.bytes = 100 * packets;
+        m.dir.first_ns = 1_700_000_000_000_000_000 + f as u64;
+        m.dir.last_ns = m.dir.first_ns + 10;
+        m.as_bytes().to_vec()
+    };
+    let t = 1_700_000_000_000_000_000;
+    let mut bad_magic = rec(9, 1);
+    bad_magic[0] ^= 0xff;
+    let frames: Vec<Frame> = vec![
+        // Three records, two of one flow.
+        (t, [rec(1, 2), rec(2, 3), rec(1, 4)].concat()),
+        // A record and 7 bytes more: the whole packet is bad.
+        (t, [rec(3, 1), vec![0; 7]].concat()),
+        // A bad record between two good ones.
+        (t, [rec(4, 1), bad_magic, rec(5, 6)].concat()),
+        (t, rec(2, 1)),
+    ];
+    let pcap = tmp("several.pcap");
+    write_pcap(&pcap, &frames);
+    for imp in ["fast", "reference"] {
+        let name = format!("several-{imp}");
+        GRABBED.lock().unwrap().retain(|(n, _)| n != &name);
+        let r = run(&format!(
+            "FromDump({}, STOP true) -> fa :: FlowAggregator(ACTIVE 0, IDLE 0, TIME packet, IMPL {imp}) -> Grab({name});",
+            pcap.display()
+        ));
+        assert_eq!(read(&r, "fa.microflows"), "6", "{imp}");
+        assert_eq!(read(&r, "fa.bad"), "2", "{imp}");
+        let mut got: Vec<(u8, u64)> = grabbed(&name)
+            .iter()
+            .map(|f| (f.key.src[15], f.fwd.packets))
+            .collect();
+        got.sort();
+        assert_eq!(got, [(1, 6), (2, 4), (4, 1), (5, 6)], "{imp}");
+    }
+}
+
 #[test]
 fn microflow_records_round_trip() {
     let mut m = Microflow::new();

@@ -742,6 +742,22 @@ impl Packet {
         self.meta_mut().len -= n as u32;
     }
 
+    /// Grow the data by `n` bytes at the end and return them, without a
+    /// copy or a fill: when the buffer is this packet's own (not shared,
+    /// not external) and has `n` bytes of tailroom; otherwise `None`, the
+    /// packet unchanged. The bytes are whatever the buffer held (an earlier
+    /// packet's data, or zeros), never uninitialised memory, and the caller
+    /// must overwrite all of them (as with [`filled`](Self::filled)).
+    #[inline(always)]
+    pub fn try_put_mut(&mut self, n: usize) -> Option<&mut [u8]> {
+        if self.is_shared() || self.tailroom() < n {
+            return None;
+        }
+        let old = self.len();
+        self.meta_mut().len += n as u32;
+        Some(&mut self.data_mut_unchecked()[old..])
+    }
+
     /// Add `n` zero bytes at the end (Click's `put`), reallocating if needed.
     #[inline]
     pub fn put(&mut self, n: usize) {
@@ -1613,6 +1629,34 @@ mod tests {
         // SAFETY: `f` outlives the view.
         let mut v = unsafe { Packet::from_external(f.as_ptr(), f.len()) };
         assert!(v.try_push_mut(0).is_none());
+        assert_eq!(v.data(), &f[..]);
+    }
+
+    #[test]
+    fn try_put_mut_grows_only_an_own_buffer_with_room() {
+        let f: Vec<u8> = (0..64u8).collect();
+        let mut p = Packet::from_slice(&f);
+        let room = p.tailroom();
+        let d = p.try_put_mut(8).expect("own buffer with room");
+        assert_eq!(d.len(), 8);
+        d.fill(0xEE);
+        assert_eq!(&p.data()[..64], &f[..]);
+        assert_eq!(&p.data()[64..], &[0xEE; 8]);
+        assert_eq!((p.len(), p.tailroom()), (72, room - 8));
+        assert!(p.try_put_mut(room - 7).is_none());
+        assert_eq!(p.len(), 72);
+        assert!(p.try_put_mut(room - 8).is_some());
+        assert_eq!(p.tailroom(), 0);
+        // A clone's buffer and an external view are left as they are.
+        let mut q = Packet::from_slice(&f);
+        let c = q.clone();
+        assert!(q.try_put_mut(4).is_none());
+        assert_eq!(c.len(), 64);
+        drop(c);
+        assert!(q.try_put_mut(4).is_some());
+        // SAFETY: `f` outlives the view.
+        let mut v = unsafe { Packet::from_external(f.as_ptr(), f.len()) };
+        assert!(v.try_put_mut(0).is_none());
         assert_eq!(v.data(), &f[..]);
     }
 

@@ -5,7 +5,8 @@
 //!
 //! # Ports
 //! One push input: microflow records from `MicroflowTable` (packets whose
-//! data is a `Microflow`; anything else is counted as `bad` and dropped).
+//! data is one or more `Microflow`s back to back; a packet of another
+//! length, or a record without the magic, is counted as `bad` and dropped).
 //! One push output: flow records, one per packet (the data is one
 //! `FlowRecord` in its in-memory layout, the contract with the exporters
 //! `FlowCSV`, `FlowJSON`, `IPFIXExport`, `NetFlowV9Export`; the packet's
@@ -63,7 +64,8 @@
 //!   (ignoredPacketTotalCount), carried in-band by the microflow records;
 //!   exporters read this handler.
 //! - `packets` (read): packets in the microflows received.
-//! - `bad` (read): input packets that were not microflow records.
+//! - `bad` (read): input packets of the wrong length and records without
+//!   the magic.
 //! - `flush` (write): export every flow (forced end) at the next batch or
 //!   timer tick (1 s).
 //!
@@ -488,8 +490,9 @@ struct Fast {
     used: usize,
     free: Vec<u32>,
     heap: BinaryHeap<Reverse<(u64, u64, u32)>>,
-    /// `push`'s records of a batch: (hash, index in the batch).
-    scratch: Vec<(u64, u32)>,
+    /// `push`'s records of a batch: (hash, packet's index in the batch,
+    /// record's index in the packet).
+    scratch: Vec<(u64, u32, u32)>,
     /// The flows left to flush, as (id, slot), last to flush first.
     flush_order: Vec<(u64, u32)>,
 }
@@ -1141,10 +1144,17 @@ impl Element for FlowAggregator {
         let pkts = batch.as_slice();
         let hash = |m: &Microflow| cfg.hash(&m.key, if cfg.vlan { m.vlan } else { 0 });
         for (i, p) in pkts.iter().enumerate() {
-            let mut copy = None;
-            match microflow_at(p.data(), &mut copy) {
-                Some(m) => scratch.push((hash(m), i as u32)),
-                None => self.stats.bad += 1,
+            let d = p.data();
+            if d.is_empty() || !d.len().is_multiple_of(Microflow::SIZE) {
+                self.stats.bad += 1;
+                continue;
+            }
+            for (r, b) in d.chunks_exact(Microflow::SIZE).enumerate() {
+                let mut copy = None;
+                match microflow_at(b, &mut copy) {
+                    Some(m) => scratch.push((hash(m), i as u32, r as u32)),
+                    None => self.stats.bad += 1,
+                }
             }
         }
         // Pass 2: merge in order, a software pipeline: while merging record k, probe the
@@ -1158,12 +1168,12 @@ impl Element for FlowAggregator {
         // not the flow.
         let mut hints = [NO_HINT; AHEAD];
         let tag = |t: &Table, k: usize| {
-            if let (Table::Fast(f), Some(&(h, _))) = (t, scratch.get(k)) {
+            if let (Table::Fast(f), Some(&(h, _, _))) = (t, scratch.get(k)) {
                 prefetch(f.index.as_ptr().wrapping_add(h as usize & f.mask));
             }
         };
         let probe = |t: &Table, k: usize| match (t, scratch.get(k)) {
-            (Table::Fast(f), Some(&(h, _))) => f.probe(h, cfg.biflow),
+            (Table::Fast(f), Some(&(h, _, _))) => f.probe(h, cfg.biflow),
             _ => NO_HINT,
         };
         for k in 0..2 * AHEAD {
@@ -1172,12 +1182,14 @@ impl Element for FlowAggregator {
         for (k, hint) in hints.iter_mut().enumerate() {
             *hint = probe(&self.table, k);
         }
-        for (k, &(h, i)) in scratch.iter().enumerate() {
+        for (k, &(h, i, r)) in scratch.iter().enumerate() {
             let hint = hints[k % AHEAD];
             hints[k % AHEAD] = probe(&self.table, k + AHEAD);
             tag(&self.table, k + 2 * AHEAD);
             let mut copy = None;
-            let Some(m) = microflow_at(pkts[i as usize].data(), &mut copy) else {
+            let at = r as usize * Microflow::SIZE;
+            let b = &pkts[i as usize].data()[at..at + Microflow::SIZE];
+            let Some(m) = microflow_at(b, &mut copy) else {
                 continue; // (counted as bad in pass 1)
             };
             self.stats.ignored += m.ignored;

@@ -281,8 +281,8 @@ struct Bucket {
 }
 
 impl Bucket {
-    /// The deficit refilled at `now` (at least `last`), without a branch;
-    /// the caller stores it and `now`. The elapsed time is capped at
+    /// The deficit refilled at `now` (at least `last`); the caller stores
+    /// it and `now`. The elapsed time is capped at
     /// `fill_ns`, which fills any bucket, so the product cannot overflow
     /// (see [`MAX_BURST_TOKENS`]); the first sight of a class (`last` 0)
     /// finds it full and leaves it so.

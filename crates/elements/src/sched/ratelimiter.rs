@@ -264,6 +264,11 @@ pub struct FastBuckets {
 const SEEN: u64 = 1;
 const DROPPED: u64 = 1 << 32;
 
+/// A `counts` word's (seen, dropped) counts.
+fn unpack(counts: u64) -> [u64; 2] {
+    [counts & 0xffff_ffff, counts >> 32]
+}
+
 /// A class's bucket and counters: what a packet of the class touches, in
 /// one aligned half cache line.
 #[derive(Debug, Clone, Copy)]
@@ -371,7 +376,8 @@ impl FastBuckets {
     /// The counters.
     pub fn counts(&self) -> Counts {
         let all = self.buckets.iter().zip(&self.folded).map(|(b, f)| {
-            let (seen, dropped) = (f[0] + (b.counts & 0xffff_ffff), f[1] + (b.counts >> 32));
+            let [seen, dropped] = unpack(b.counts);
+            let (seen, dropped) = (f[0] + seen, f[1] + dropped);
             (seen - dropped, dropped)
         });
         Counts {
@@ -394,8 +400,9 @@ impl FastBuckets {
     fn count(&mut self, n: usize) {
         if self.unfolded + n as u64 > u32::MAX as u64 {
             for (b, f) in self.buckets.iter_mut().zip(&mut self.folded) {
-                f[0] += b.counts & 0xffff_ffff;
-                f[1] += b.counts >> 32;
+                let [seen, dropped] = unpack(b.counts);
+                f[0] += seen;
+                f[1] += dropped;
                 b.counts = 0;
             }
             self.unfolded = 0;

@@ -20,8 +20,13 @@ fn tmp(name: &str) -> PathBuf {
 
 /// A raw-IP pcap of `(timestamp ns, packet)`.
 fn pcap(pkts: &[(u64, Vec<u8>)]) -> PathBuf {
+    pcap_of(LinkType::RAW_DLT12, pkts)
+}
+
+/// A pcap of link type `link` of `(timestamp ns, packet)`.
+fn pcap_of(link: LinkType, pkts: &[(u64, Vec<u8>)]) -> PathBuf {
     let path = tmp("in.pcap");
-    let mut w = PcapWriter::create(&path, LinkType::RAW_DLT12, 0, true).unwrap();
+    let mut w = PcapWriter::create(&path, link, 0, true).unwrap();
     for (ts, p) in pkts {
         w.write(*ts, p.len() as u32, p).unwrap();
     }
@@ -419,6 +424,47 @@ fn packet(flow: u8, flags: u8, trunc: bool) -> Vec<u8> {
     )
 }
 
+/// [`packet`] in an Ethernet frame, except that flows 30 and up are
+/// IPv6 (TCP or UDP, the same flow numbering; `trunc`: an IPv6 header cut
+/// short).
+fn frame(flow: u8, flags: u8, trunc: bool) -> Vec<u8> {
+    let (ethertype, ip) = if flow < 30 {
+        (0x0800u16, packet(flow, flags, trunc))
+    } else if trunc {
+        (0x86dd, vec![0x60, 0, 0, 0, 0, 8, 17])
+    } else {
+        let proto = if flow.is_multiple_of(3) { 17 } else { 6 };
+        let l4_len = if proto == 6 { 20 } else { 8 };
+        let mut p = vec![0u8; 40 + l4_len];
+        p[0] = 0x60;
+        p[4..6].copy_from_slice(&(l4_len as u16).to_be_bytes());
+        p[6] = proto;
+        p[7] = 64;
+        p[8..10].copy_from_slice(&[0x20, 0x01]);
+        // Flows differ in the source address's last byte and the source
+        // port; all share the destination.
+        p[23] = flow % 5;
+        p[24..26].copy_from_slice(&[0x20, 0x01]);
+        p[39] = 1;
+        p[40..42].copy_from_slice(&(1000 + u16::from(flow / 5)).to_be_bytes());
+        p[42..44].copy_from_slice(&80u16.to_be_bytes());
+        if proto == 6 {
+            p[52] = 0x50;
+            p[53] = flags;
+        }
+        (0x86dd, p)
+    };
+    let mut f = vec![0u8; 14];
+    f[12..14].copy_from_slice(&ethertype.to_be_bytes());
+    f.extend_from_slice(&ip);
+    f
+}
+
+/// The time unit of the flow cache's random traffic: gaps of up to 20 ms,
+/// so that a flow's next packet (about 40 packets later) comes within the
+/// tests' timeouts (up to 3 s) or after them, both often.
+const FLOW_GAP: u64 = 25_000;
+
 fn flow_text(flow: u8) -> String {
     let proto = if flow.is_multiple_of(3) { 17 } else { 6 };
     format!(
@@ -429,6 +475,15 @@ fn flow_text(flow: u8) -> String {
 }
 
 fn traffic() -> impl Strategy<Value = Vec<(u64, Vec<u8>)>> {
+    traffic_of(packet, 1_000_000)
+}
+
+/// Random traffic of the 40 flows, each packet built by `make(flow, TCP
+/// flags, truncated)`, 0 to 800 `unit`s (ns) after the one before.
+fn traffic_of(
+    make: fn(u8, u8, bool) -> Vec<u8>,
+    unit: u64,
+) -> impl Strategy<Value = Vec<(u64, Vec<u8>)>> {
     proptest::collection::vec(
         (
             0u8..40,
@@ -438,12 +493,12 @@ fn traffic() -> impl Strategy<Value = Vec<(u64, Vec<u8>)>> {
         ),
         1..300,
     )
-    .prop_map(|v| {
+    .prop_map(move |v| {
         let mut t = T0;
         v.into_iter()
             .map(|(f, fl, gap, tr)| {
-                t += gap * 1_000_000;
-                (t, packet(f, fl, tr))
+                t += gap * unit;
+                (t, make(f, fl, tr))
             })
             .collect()
     })
@@ -547,7 +602,7 @@ proptest! {
 
     #[test]
     fn flow_cache_fast_equals_reference(
-        pkts in traffic(),
+        pkts in traffic_of(packet, FLOW_GAP),
         loaded in proptest::collection::vec(0u8..40, 0..10),
         ways in 1u32..5,
         sets in 1u32..5,
@@ -574,6 +629,34 @@ proptest! {
             table.display()
         );
         let reads = ["bad.count", "fc.hits", "fc.misses", "fc.expired", "fc.closed", "fc.drops", "fc.count", "fc.cached"];
+        let a = outcome(&config, "fast", &input, &reads);
+        let b = outcome(&config, "reference", &input, &reads);
+        prop_assert_eq!(a, b);
+    }
+
+    /// The same with IPv4 and IPv6 flows (the fast cache keeps IPv6 keys
+    /// apart from its sets) in Ethernet frames through `L4Parser`.
+    #[test]
+    fn flow_cache_ipv6_fast_equals_reference(
+        pkts in traffic_of(frame, FLOW_GAP),
+        ways in 1u32..5,
+        sets in 1u32..5,
+        flows in 1u32..30,
+        timeout_ms in 0u64..3000,
+        burst in 1usize..70,
+    ) {
+        let input = pcap_of(LinkType::ETHERNET, &pkts);
+        let config = format!(
+            "FromDump({{IN}}, STOP true, BURST {burst}) -> p :: L4Parser
+                 -> fc :: FlowCache(LINES {}, WAYS {ways}, FLOWS {flows}, TIMEOUT {timeout_ms}ms,
+                                    IMPL {{IMPL}});
+             p[1] -> bad :: Counter -> Discard;
+             fc[0] -> ToIPSummaryDump({{O0}}, FIELDS {FIELDS}) -> Discard;
+             fc[1] -> [1]fc;
+             fc[2] -> full :: Counter -> Discard;",
+            sets * ways,
+        );
+        let reads = ["bad.count", "full.count", "fc.hits", "fc.misses", "fc.expired", "fc.closed", "fc.drops", "fc.count", "fc.cached"];
         let a = outcome(&config, "fast", &input, &reads);
         let b = outcome(&config, "reference", &input, &reads);
         prop_assert_eq!(a, b);

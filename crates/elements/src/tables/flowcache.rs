@@ -78,27 +78,35 @@
 //! ```
 //!
 //! # Implementation
-//! The cache is struct-of-arrays: each line's 32-bit hash signature, flow
-//! id, last-seen time and LRU stamp take 16 bytes, kept field by field
-//! within a set, so a 4-way set is one 64-byte cache line whose four
-//! signatures are compared at once (one SSE2 compare and a mask); the
-//! 40-byte keys lie in a separate array. A batch is processed 64 packets
-//! at a time in three passes: read the 5-tuples (straight into key words,
-//! as `CuckooHash`'s `KEY FLOW`; the reference goes through `FlowKey`),
-//! hash them and prefetch their sets; compare each set's signatures and
-//! prefetch the matching key; compare keys, update the line (last seen,
-//! LRU stamp) and annotate. The group's arrays (keys, hashes, sets,
-//! masks) are kept from batch to batch, not zeroed for each (3.3 KiB a
-//! batch). The third pass calls nothing: it stops at a hit whose flow
-//! expired or whose packet closes it (FIN, RST), which an out-of-line
-//! step handles before the pass goes on from the next packet, so the
-//! order of removals (a later packet of the group no longer finds a
-//! removed line) is the reference's, and the pass's values stay in
+//! The cache is struct-of-arrays within a set: four lines take two
+//! adjacent 64-byte cache lines, the first holding their 32-bit hash
+//! signatures, flow ids, last-seen times and LRU stamps field by field
+//! (the four signatures compared at once: one SSE2 compare and a mask),
+//! the second their keys in 16 bytes each. An IPv4 key fits: the two
+//! addresses and the word of ports, protocol, version and VLAN. Any other
+//! key (IPv6) is kept there as its 64-bit hash and that word with a mark
+//! bit, its 40-byte key in a side array that only such flows touch; a
+//! match on the short form is confirmed there. So an IPv4 lookup reads
+//! one 128-byte set and nothing else, and a 16K-line cache is 512 KiB
+//! (session 22; the keys were a separate 640 KiB array before, read one
+//! dependent miss after the set).
+//!
+//! A batch is processed 64 packets at a time in two passes: read the
+//! 5-tuples (straight into key words, as `CuckooHash`'s `KEY FLOW`; the
+//! reference goes through `FlowKey`), hash them, make the short keys and
+//! prefetch both lines of each set; then compare signatures and keys,
+//! update the line (last seen, LRU stamp) and annotate. The group's
+//! arrays (keys, short keys, hashes, sets) are kept from batch to batch,
+//! not zeroed for each. The second pass calls nothing: it stops at a hit
+//! whose flow expired or whose packet closes it (FIN, RST), which an
+//! out-of-line step handles before the pass goes on from the next packet,
+//! so the order of removals (a later packet of the group no longer finds
+//! a removed line) is the reference's, and the pass's values stay in
 //! registers. Every packet's output starts as "hit" (one fill a batch)
 //! and the pass marks misses; hits and misses are counted in registers.
 //! The last-seen times are written back to the flow table only when a
 //! line is evicted or the table is swept, so a hit touches nothing but
-//! its set and its key.
+//! its set.
 //!
 //! A batch with misses and nothing else (no packet without a 5-tuple)
 //! keeps its hits for output 0: up to 8 misses are moved out of it, from
@@ -114,19 +122,20 @@
 //! table's arrays start at 2 MiB boundaries and lie on 2 MiB pages.
 //!
 //! Measured (`linerate bench elements FlowCache`, 16K lines, 4-way,
-//! 1,000,000 flows, on a shared 2-vCPU Xeon VM; docs/performance.md,
-//! session 12), two rows. With the misses (5 %) returning through the
-//! slow path on the same core: about 35.5 ns a packet (`MarkIPHeader`
-//! included; 41-43 before session 12). The fast path alone, misses
-//! leaving on output 1 as the issue's design has them ("so that the fast
-//! path never waits") and the cache filled when the router starts
-//! (94.5 % hits): about 23.7 ns (26-28.5 before). The issue's 80 Mpps
-//! (12.5 ns) is judged on the second row and is not met: the fast path
-//! runs about 270 instructions a packet (`valgrind`, `MarkIPHeader`
-//! excluded) and waits on its sets and keys (896 KiB), which the
-//! source's stream of frames keeps evicting from the 2 MiB L2. With the
-//! slow path each miss costs about 240 ns more (the flow table and the
-//! last-seen array are random accesses in tens of megabytes).
+//! 1,000,000 flows; docs/performance.md, sessions 12 and 22), two rows.
+//! With the misses (5 %) returning through the slow path on the same
+//! core: 34.3-35.4 ns a packet on the 2-vCPU AMD EPYC guest of session 22
+//! (`MarkIPHeader` included; 38.2-38.9 with the keys apart). The fast
+//! path alone, misses leaving on output 1 as the issue's design has them
+//! ("so that the fast path never waits") and the cache filled when the
+//! router starts (94.5 % hits): 25.3-26.9 ns (29.8-30.2 with the keys
+//! apart). The issue's 80 Mpps (12.5 ns) is judged on the second row and
+//! is not met: the fast path runs about 270 instructions a packet
+//! (`valgrind`, `MarkIPHeader` excluded) and still stalls on its sets'
+//! prefetches, which the source's stream of frames keeps evicting from
+//! the 1 MiB L2. With the slow path each miss costs about 180 ns more
+//! (the flow table and the last-seen array are random accesses in tens
+//! of megabytes).
 
 use super::cuckoocore::{
     flow_key, hash, key_eq, packet_flow_key, parse_flow, read_table, reduce, table_lines, Cuckoo,
@@ -263,15 +272,44 @@ struct Line {
     age: u32,
 }
 
-/// Four lines' metadata, field by field: one 4-way set per 64-byte cache
-/// line, its four signatures side by side (one 16-byte compare).
+/// Four lines, field by field, in two 64-byte cache lines: first their
+/// metadata (the four signatures side by side, one 16-byte compare), then
+/// their keys in short form ([`short_key`]). A 4-way set is one `Quad`, so
+/// a lookup reads two adjacent lines and nothing else (for IPv4 keys).
 #[derive(Clone, Copy, Default)]
-#[repr(C, align(64))]
+#[repr(C, align(128))]
 struct Quad {
     sig: [u32; 4],
     id: [u32; 4],
     seen: [u32; 4],
     age: [u32; 4],
+    key: [Short; 4],
+}
+
+/// A key in 16 bytes: an IPv4 key exactly (the two addresses, then the
+/// last word: ports, protocol, version, VLAN), any other key as its hash
+/// and last word with [`WIDE`] set, its full key kept apart.
+type Short = [u64; 2];
+
+/// Marks a [`Short`] that stands for a key it does not hold (bit 63 of
+/// the last word, which no key uses).
+const WIDE: u64 = 1 << 63;
+
+/// `k`'s [`Short`] form (`h` its hash) and whether that is all of it.
+#[inline(always)]
+fn short_key(k: &Key, h: u64) -> (Short, bool) {
+    // IPv4 keys are IPv4-mapped: words 0 and 2 zero, the low halves of
+    // words 1 and 3 0xffff_0000, the addresses in their high halves.
+    const MAPPED: u64 = 0xffff_0000;
+    let v4 = (k[4] >> 40) as u8 == 4
+        && (k[0] | k[2]) == 0
+        && k[1] as u32 as u64 == MAPPED
+        && k[3] as u32 as u64 == MAPPED;
+    if v4 {
+        ([k[1] >> 32 | (k[3] & !0xffff_ffff), k[4]], true)
+    } else {
+        ([h, k[4] | WIDE], false)
+    }
 }
 
 /// Bit `j` set where `sigs[j] == s`.
@@ -307,8 +345,10 @@ fn sig4_portable(sigs: &[u32; 4], s: u32) -> u32 {
 struct Table {
     ways: usize,
     sets: u32,
+    lines: usize,
     meta: Vec<Quad>,
-    keys: Vec<Key>,
+    /// The full keys of lines whose short key is [`WIDE`] (IPv6), by line.
+    wide: Vec<Key>,
     clock: u32,
     cached: usize,
     flows: Cuckoo,
@@ -328,17 +368,19 @@ impl Fast {
             t: Table {
                 ways,
                 sets: (lines / ways) as u32,
+                lines,
                 meta: vec![Quad::default(); lines.div_ceil(4)],
-                keys: vec![[0; 5]; lines],
+                wide: vec![[0; 5]; lines],
                 clock: 0,
                 cached: 0,
                 flows: Cuckoo::new(flows),
             },
             g: Box::new(Group {
                 keys: [[0u64; 5]; GROUP],
+                shorts: [[0u64; 2]; GROUP],
+                exact: [true; GROUP],
                 hs: [0u64; GROUP],
                 firsts: [usize::MAX; GROUP],
-                masks: [0u32; GROUP],
             }),
         }
     }
@@ -401,12 +443,21 @@ impl Table {
         }
     }
 
-    /// Among the ways of `mask` in the set at `first`, the line holding `k`.
+    /// Among the ways of `mask` in the set at `first`, the line holding `k`
+    /// (`short` its [`short_key`]; `exact` if that is all of it).
     #[inline(always)]
-    fn find_in(&self, first: usize, mut mask: u32, k: &Key) -> Option<usize> {
+    fn find_in(
+        &self,
+        first: usize,
+        mut mask: u32,
+        k: &Key,
+        short: &Short,
+        exact: bool,
+    ) -> Option<usize> {
         while mask != 0 {
             let g = first + mask.trailing_zeros() as usize;
-            if key_eq(&self.keys[g], k) {
+            let s = &self.meta[g / 4].key[g % 4];
+            if ((s[0] ^ short[0]) | (s[1] ^ short[1])) == 0 && (exact || key_eq(&self.wide[g], k)) {
                 return Some(g);
             }
             mask &= mask - 1;
@@ -418,7 +469,8 @@ impl Table {
     #[inline(always)]
     fn find(&self, k: &Key, h: u64) -> Option<usize> {
         let first = self.set_of(h);
-        self.find_in(first, self.sig_mask(first, sig(h)), k)
+        let (short, exact) = short_key(k, h);
+        self.find_in(first, self.sig_mask(first, sig(h)), k, &short, exact)
     }
 
     fn remove_line(&mut self, g: usize) {
@@ -445,17 +497,18 @@ impl Table {
     }
 }
 
-/// One group's keys, hashes, first lines of their sets (`usize::MAX`: no
-/// 5-tuple) and masks of the ways whose signature matched in pass 2.
+/// One group's keys, their short forms and whether those are exact,
+/// hashes, and first lines of their sets (`usize::MAX`: no 5-tuple).
 struct Group {
     keys: [Key; GROUP],
+    shorts: [Short; GROUP],
+    exact: [bool; GROUP],
     hs: [u64; GROUP],
     firsts: [usize; GROUP],
-    masks: [u32; GROUP],
 }
 
 impl Table {
-    /// Pass 3 from packet `i` on: compare keys, update the lines of hits
+    /// Pass 2 from packet `i` on: compare keys, update the lines of hits
     /// and annotate them, mark misses and packets without a key in `cls`.
     /// Stops at the first hit whose flow expired or closes, which
     /// [`end_flow`](Self::end_flow) handles, and returns its index and
@@ -479,10 +532,8 @@ impl Table {
                 continue;
             }
             let (k, h) = (&g.keys[i], g.hs[i]);
-            // A line an earlier packet of the group removed no longer
-            // matches.
-            let mask = g.masks[i] & self.sig_mask(first, sig(h));
-            let Some(l) = self.find_in(first, mask, k) else {
+            let mask = self.sig_mask(first, sig(h));
+            let Some(l) = self.find_in(first, mask, k, &g.shorts[i], g.exact[i]) else {
                 counts.1 += 1;
                 cls[i] = MISS;
                 i += 1;
@@ -501,7 +552,7 @@ impl Table {
         (i, 0)
     }
 
-    /// Pass 3 for a hit [`hits_from`](Self::hits_from) stopped at, in
+    /// Pass 2 for a hit [`hits_from`](Self::hits_from) stopped at, in
     /// line `l`: its flow expired (a miss, the flow removed) or the packet
     /// closes it (annotated, then the flow removed).
     #[inline(never)]
@@ -526,7 +577,7 @@ impl Table {
 impl Store for Fast {
     fn fast(&mut self, batch: &mut Batch, c: &mut Common, class: &mut Vec<u8>) {
         let Fast { t, g } = self;
-        // Every packet a hit unless pass 3 says otherwise.
+        // Every packet a hit unless pass 2 says otherwise.
         class.clear();
         class.resize(batch.len(), HIT);
         for (group, cls) in batch
@@ -534,30 +585,24 @@ impl Store for Fast {
             .chunks_mut(GROUP)
             .zip(class.chunks_mut(GROUP))
         {
-            // Pass 1: 5-tuples, hashes, prefetch the sets.
+            // Pass 1: 5-tuples, hashes, short keys, prefetch the sets
+            // (both lines of a quad).
             for (i, p) in group.iter().enumerate().take(GROUP) {
                 g.firsts[i] = usize::MAX;
                 if let Some(k) = packet_flow_key(p) {
                     g.keys[i] = k;
-                    g.hs[i] = hash(&g.keys[i]);
-                    g.firsts[i] = t.set_of(g.hs[i]);
-                    prefetch(t.meta.as_ptr().wrapping_add(g.firsts[i] / 4));
+                    let h = hash(&g.keys[i]);
+                    g.hs[i] = h;
+                    (g.shorts[i], g.exact[i]) = short_key(&g.keys[i], h);
+                    g.firsts[i] = t.set_of(h);
+                    let q = t.meta.as_ptr().wrapping_add(g.firsts[i] / 4);
+                    prefetch(q);
+                    prefetch((q as *const u8).wrapping_add(64));
                 }
             }
-            // Pass 2: compare signatures, prefetch the first matching key.
-            for i in 0..group.len().min(GROUP) {
-                if g.firsts[i] != usize::MAX {
-                    g.masks[i] = t.sig_mask(g.firsts[i], sig(g.hs[i]));
-                    if g.masks[i] != 0 {
-                        let at = g.firsts[i] + g.masks[i].trailing_zeros() as usize;
-                        let k = t.keys.as_ptr().wrapping_add(at);
-                        prefetch(k);
-                        prefetch((k as *const u64).wrapping_add(4));
-                    }
-                }
-            }
-            // Pass 3: compare keys, update lines, annotate; flows that
-            // expired or close in a second, out-of-line step, in order.
+            // Pass 2: compare signatures and keys, update lines, annotate;
+            // flows that expired or close in a second, out-of-line step,
+            // in order.
             let mut counts = (0, 0);
             let mut i = 0;
             while i < group.len() {
@@ -592,7 +637,11 @@ impl Store for Fast {
                     let old = self.t.line(g);
                     seen[old.id as usize] = old.seen;
                 }
-                self.t.keys[g] = *k;
+                let (short, exact) = short_key(k, h);
+                self.t.meta[g / 4].key[g % 4] = short;
+                if !exact {
+                    self.t.wide[g] = *k;
+                }
                 g
             }
         };
@@ -618,7 +667,7 @@ impl Store for Fast {
     }
 
     fn write_back(&self, seen: &mut [u32]) {
-        for g in 0..self.t.keys.len() {
+        for g in 0..self.t.lines {
             let l = self.t.line(g);
             if l.sig != 0 {
                 seen[l.id as usize] = l.seen;
@@ -627,7 +676,7 @@ impl Store for Fast {
     }
 
     fn cache_retain(&mut self, f: &mut dyn FnMut(u32) -> bool) {
-        for g in 0..self.t.keys.len() {
+        for g in 0..self.t.lines {
             let l = self.t.line(g);
             if l.sig != 0 && !f(l.seen) {
                 self.t.remove_line(g);
@@ -1178,5 +1227,64 @@ mod tests {
             let s = s ^ high;
             prop_assert_eq!(sig4(&sigs, s), sig4_portable(&sigs, s));
         }
+
+        /// Two IPv4 keys have the same short form only if they are equal,
+        /// and the short form of any other key is marked as not all of it.
+        #[test]
+        fn short_keys(
+            a in any::<[u8; 14]>(),
+            at in 0usize..14,
+            flip in 0u8..3,
+            h in any::<u64>(),
+        ) {
+            // Key `x`, its last byte the VLAN id's low bits.
+            let v4 = |x: [u8; 14]| {
+                let mut f = FlowKey {
+                    version: 4,
+                    sport: u16::from_be_bytes([x[8], x[9]]),
+                    dport: u16::from_be_bytes([x[10], x[11]]),
+                    proto: x[12],
+                    ..FlowKey::default()
+                };
+                f.src[10..12].fill(0xff);
+                f.src[12..16].copy_from_slice(&x[0..4]);
+                f.dst[10..12].fill(0xff);
+                f.dst[12..16].copy_from_slice(&x[4..8]);
+                let mut k = flow_key(&f);
+                k[4] |= u64::from(x[13]) << 48;
+                k
+            };
+            // `b` is `a` with one byte changed, or `a` itself (flip 0).
+            let mut b = a;
+            b[at] ^= flip;
+            let (ka, kb) = (v4(a), v4(b));
+            let (sa, exact_a) = short_key(&ka, h);
+            let (sb, exact_b) = short_key(&kb, h);
+            prop_assert!(exact_a && exact_b);
+            prop_assert_eq!(sa == sb, ka == kb);
+            // The same words as an IPv6 key (an IPv4-mapped address).
+            let mut k6 = ka;
+            k6[4] = k6[4] & !(0xff << 40) | 6 << 40;
+            let (s6, exact6) = short_key(&k6, h);
+            prop_assert!(!exact6 && s6[1] & WIDE != 0 && s6 != sa);
+        }
+    }
+
+    /// An IPv6 flow's line holds its full key: another key with the same
+    /// hash and last word is not taken for it.
+    #[test]
+    fn wide_keys_compared_in_full() {
+        let mut f = Fast::new(8, 4, 16);
+        let mut seen = vec![0u32; 16];
+        let k1: Key = [1, 2, 3, 4, 6 << 40 | 17 << 32 | 80];
+        let mut k2 = k1;
+        k2[0] = 9;
+        let h = hash(&k1);
+        f.cache_put(&k1, h, 5, 1, &mut seen);
+        assert_eq!(f.cache_get(&k1, h), Some((5, 1)));
+        assert_eq!(f.cache_get(&k2, h), None, "same short key, other flow");
+        f.cache_put(&k2, h, 6, 2, &mut seen);
+        assert_eq!(f.cache_get(&k1, h), Some((5, 1)));
+        assert_eq!(f.cache_get(&k2, h), Some((6, 2)));
     }
 }

@@ -510,6 +510,47 @@ fn pacing_spaces_datagrams() {
     assert_eq!(recv_all(&sock).len() as u64, n);
 }
 
+/// With `MTU 0`, messages fill the path MTU to the collector (65,536 on
+/// loopback: capped at 65,000 bytes of UDP payload); with an MTU (1400 by
+/// default), they keep under it; a file alone gets 1,400 with `MTU 0`.
+#[test]
+fn messages_fill_the_path_mtu_when_told() {
+    let recs = many(2000);
+    let f = records_pcap("pmtu.pcap", &recs, &[]);
+    for (class, arg, want) in [
+        ("IPFIXExport", ", MTU 0", 65_000),
+        ("NetFlowV9Export", ", MTU 0", 65_000),
+        ("IPFIXExport", "", 1400),
+        ("NetFlowV9Export", ", MTU 9000", 9000),
+    ] {
+        let (sock, addr) = listener();
+        let r = run(
+            &format!(
+                "FromDump({}, STOP true) -> e :: {class}({addr}{arg});",
+                f.display()
+            ),
+            RouterOptions::default(),
+        );
+        assert_eq!(read(&r, "e.mtu"), want.to_string(), "{class}{arg}");
+        // The socket's buffer keeps the first datagrams (three of 64 KiB
+        // in Linux's default buffer); the first is full.
+        let msgs = recv_all(&sock);
+        let largest = msgs.iter().map(Vec::len).max().unwrap_or(0);
+        assert!(largest <= want, "{class}{arg}: {largest} > {want}");
+        assert!(largest > want - 300, "{class}{arg}: {largest}");
+    }
+    let out = tmp("pmtu.ipfix");
+    let r = run(
+        &format!(
+            "FromDump({}, STOP true) -> e :: IPFIXExport(FILENAME {}, MTU 0);",
+            f.display(),
+            out.display()
+        ),
+        RouterOptions::default(),
+    );
+    assert_eq!(read(&r, "e.mtu"), "1400");
+}
+
 #[test]
 fn bad_configurations_are_refused() {
     for (cfg, msg) in [

@@ -11,12 +11,20 @@ use std::time::{Duration, Instant};
 
 /// Smallest accepted MTU (payload bytes of a datagram).
 pub(crate) const MIN_MTU: usize = 512;
+/// Largest accepted MTU: an IPFIX message's length is 16 bits, and an IPv4
+/// UDP payload at most 65,507 bytes.
+pub(crate) const MAX_MTU: usize = 65_000;
+/// The default MTU, and the MTU of `MTU 0` where the kernel gives no path
+/// MTU (no collector: file only).
+pub(crate) const DEFAULT_MTU: usize = 1400;
 
 /// The arguments both exporters take.
 pub(crate) struct CommonArgs {
     pub collector: Option<String>,
     pub filename: Option<String>,
-    pub mtu: usize,
+    /// `MTU`; `None` (`MTU 0`): the collector's path MTU (see
+    /// [`Transport::mtu`]).
+    pub mtu: Option<usize>,
     pub pace: u32,
     pub template_ns: u64,
     pub template_msgs: u64,
@@ -35,7 +43,7 @@ impl CommonArgs {
     pub fn read(a: &mut linerate_args::Args, replica: usize) -> CommonArgs {
         let collector: Option<String> = a.read_p("COLLECTOR");
         let filename: Option<String> = a.read("FILENAME");
-        let mtu: u32 = a.read_or("MTU", 1400);
+        let mtu: u32 = a.read_or("MTU", DEFAULT_MTU as u32);
         let pace: u32 = a.read_or("PACE", 0);
         let template: linerate_args::Seconds = a.read_or(
             "TEMPLATE_INTERVAL",
@@ -61,13 +69,15 @@ impl CommonArgs {
         if collector.is_none() && filename.is_none() {
             a.error("give COLLECTOR or FILENAME (or both)");
         }
-        if (mtu as usize) < MIN_MTU || mtu > 65_000 {
-            a.error(format!("MTU: must be between {MIN_MTU} and 65000"));
+        if mtu != 0 && !(MIN_MTU..=MAX_MTU).contains(&(mtu as usize)) {
+            a.error(format!(
+                "MTU: must be 0 (the path MTU) or between {MIN_MTU} and {MAX_MTU}"
+            ));
         }
         CommonArgs {
             collector,
             filename,
-            mtu: mtu as usize,
+            mtu: (mtu != 0).then_some(mtu as usize),
             pace,
             template_ns: template.nanos.max(1),
             template_msgs: u64::from(template_msgs),
@@ -86,6 +96,10 @@ impl CommonArgs {
 /// per domain. Replicas have a domain each (see `CommonArgs::read`).
 struct Channel {
     sock: Option<(UdpSocket, SocketAddr)>,
+    /// The largest UDP payload the route to the collector carries without
+    /// fragments (its path MTU less the IP and UDP headers), where the
+    /// kernel says.
+    path_payload: Option<usize>,
     /// The pacer's next free slot.
     next: Mutex<Option<Instant>>,
     /// The file (RFC 5655 for IPFIX), written a whole message at a time.
@@ -140,6 +154,8 @@ impl Channel {
 pub(crate) struct Transport {
     key: ChannelKey,
     domain: u32,
+    /// `MTU`, unless 0.
+    mtu_arg: Option<usize>,
     chan: Option<Arc<Channel>>,
     /// This element's domain's sequence number (in `chan`).
     seq: Arc<Mutex<u64>>,
@@ -160,6 +176,7 @@ impl Transport {
         Transport {
             key: (protocol, args.collector.clone(), args.filename.clone()),
             domain: args.domain,
+            mtu_arg: args.mtu,
             chan: None,
             seq: Arc::new(Mutex::new(0)),
             gap: (args.pace > 0)
@@ -212,6 +229,7 @@ impl Transport {
             }
             None => None,
         };
+        let path_payload = sock.as_ref().and_then(|(_, addr)| path_payload(*addr));
         let file = match filename {
             Some(f) => Some(Mutex::new(FileOut {
                 w: BufWriter::with_capacity(
@@ -224,6 +242,7 @@ impl Transport {
         };
         Ok(Channel {
             sock,
+            path_payload,
             next: Mutex::new(None),
             file,
             boot_ms: OnceLock::new(),
@@ -263,6 +282,17 @@ impl Transport {
         self.bytes += msg.len() as u64;
     }
 
+    /// The largest message to build: `MTU` unless 0, else (once
+    /// [`open`](Self::open)ed) the largest UDP payload the route to the
+    /// collector carries unfragmented, else [`DEFAULT_MTU`]; within
+    /// [`MIN_MTU`]..=[`MAX_MTU`].
+    pub fn mtu(&self) -> usize {
+        self.mtu_arg
+            .or_else(|| self.chan.as_ref().and_then(|c| c.path_payload))
+            .unwrap_or(DEFAULT_MTU)
+            .clamp(MIN_MTU, MAX_MTU)
+    }
+
     /// The domain's next sequence number.
     pub fn seq(&self) -> u64 {
         *lock(&self.seq)
@@ -292,6 +322,51 @@ impl Transport {
                 f.errors += 1;
             }
         }
+    }
+}
+
+/// The largest UDP payload to `addr` that needs no fragments: the path
+/// MTU the kernel keeps for the route (a connected socket's `IP_MTU` or
+/// `IPV6_MTU`: 65,536 on loopback, the interface's MTU or a learned
+/// smaller one elsewhere) less the IP and UDP headers. `None` where the
+/// kernel does not say.
+fn path_payload(addr: SocketAddr) -> Option<usize> {
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::fd::AsRawFd;
+        let local: SocketAddr = if addr.is_ipv4() {
+            ([0, 0, 0, 0], 0).into()
+        } else {
+            (std::net::Ipv6Addr::UNSPECIFIED, 0).into()
+        };
+        let s = UdpSocket::bind(local).ok()?;
+        s.connect(addr).ok()?;
+        let (level, name, ip_header) = if addr.is_ipv4() {
+            (libc::IPPROTO_IP, libc::IP_MTU, 20)
+        } else {
+            (libc::IPPROTO_IPV6, libc::IPV6_MTU, 40)
+        };
+        let mut mtu: libc::c_int = 0;
+        let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+        // SAFETY: a valid socket, an int-sized buffer and its length.
+        let r = unsafe {
+            libc::getsockopt(
+                s.as_raw_fd(),
+                level,
+                name,
+                &mut mtu as *mut libc::c_int as *mut libc::c_void,
+                &mut len,
+            )
+        };
+        (r == 0)
+            .then(|| usize::try_from(mtu).ok())
+            .flatten()
+            .and_then(|m| m.checked_sub(ip_header + 8))
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = addr;
+        None
     }
 }
 
@@ -325,6 +400,12 @@ impl MsgBuf {
             data_records: 0,
             all_records: 0,
         }
+    }
+
+    /// Set the largest message (the message must be empty).
+    pub fn set_mtu(&mut self, mtu: usize) {
+        debug_assert!(self.is_empty());
+        self.mtu = mtu;
     }
 
     /// True if nothing but the header is in the message.
@@ -415,6 +496,7 @@ pub(crate) const HANDLERS: &[HandlerSpec] = &[
     HandlerSpec::counter("dropped"),
     HandlerSpec::counter("ignored"),
     HandlerSpec::read("sequence"),
+    HandlerSpec::read("mtu"),
 ];
 
 /// The `Element` methods both exporters share (end of run, handlers,
@@ -444,6 +526,7 @@ macro_rules! exporter_methods {
                 "dropped" => self.tx.dropped.to_string(),
                 "ignored" => self.ignored_in.to_string(),
                 "sequence" => (self.tx.seq() as u32).to_string(),
+                "mtu" => self.tx.mtu().to_string(),
                 _ => return None,
             })
         }

@@ -14,7 +14,7 @@
 //!   `127.0.0.1:2055`.
 //! - `FILENAME` (string): also (or only) write the export packets to this
 //!   file, back to back.
-//! - `MTU` (integer, default 1400), `PACE` (integer, default 0),
+//! - `MTU` (integer, default 1400; 0: the path MTU), `PACE` (integer, default 0),
 //!   `TEMPLATE_INTERVAL` (time, default 10s), `TEMPLATE_PACKETS` (integer,
 //!   default 64), `FLUSH_INTERVAL` (time,
 //!   default 1s), `DOMAIN` (integer, default 1: the source ID; exporters
@@ -54,6 +54,8 @@
 //! - `dropped` (read): datagrams that failed to send.
 //! - `ignored` (read): input packets that were not flow records.
 //! - `sequence` (read): the next packet's sequence number.
+//! - `mtu` (read): the largest export packet, as MTU set it or the path
+//!   MTU gave.
 //!
 //! # Example
 //! ```click
@@ -76,7 +78,7 @@
 //! sequence gaps). The replicas share the socket, the pacer and the boot
 //! time.
 
-use super::export::{is_icmp, put_be, v4, CommonArgs, MsgBuf, Transport};
+use super::export::{is_icmp, put_be, v4, CommonArgs, MsgBuf, Transport, DEFAULT_MTU};
 use super::record::{Direction, FlowRecord};
 use linerate_runtime::flow::FlowKey;
 use linerate_runtime::{
@@ -255,7 +257,7 @@ fn make(ctx: &ConfigureCtx<'_>) -> Result<Box<dyn Element>, Vec<String>> {
     let lens = [0, 1].map(|i| fields[i].iter().map(|f| usize::from(f.1)).sum());
     Ok(Box::new(V9Export {
         tx: Transport::new("v9", &common),
-        msg: MsgBuf::new(common.mtu, HEADER_LEN, true),
+        msg: MsgBuf::new(common.mtu.unwrap_or(DEFAULT_MTU), HEADER_LEN, true),
         fields,
         lens,
         domain: common.domain,
@@ -389,7 +391,9 @@ impl V9Export {
 
 impl Element for V9Export {
     fn initialize(&mut self, _ctx: &mut InitCtx<'_>) -> Result<(), String> {
-        self.tx.open()
+        self.tx.open()?;
+        self.msg.set_mtu(self.tx.mtu());
+        Ok(())
     }
 
     fn push(&mut self, _port: usize, batch: Batch, ctx: &mut Ctx<'_>) {

@@ -219,12 +219,8 @@ impl Transport {
                     .map_err(|e| format!("COLLECTOR {c}: {e}"))?
                     .next()
                     .ok_or_else(|| format!("COLLECTOR {c}: no address"))?;
-                let local: SocketAddr = if addr.is_ipv4() {
-                    ([0, 0, 0, 0], 0).into()
-                } else {
-                    (std::net::Ipv6Addr::UNSPECIFIED, 0).into()
-                };
-                let s = UdpSocket::bind(local).map_err(|e| format!("COLLECTOR {c}: {e}"))?;
+                let s =
+                    UdpSocket::bind(any_local(addr)).map_err(|e| format!("COLLECTOR {c}: {e}"))?;
                 Some((s, addr))
             }
             None => None,
@@ -325,6 +321,16 @@ impl Transport {
     }
 }
 
+/// The wildcard address and any port, of `addr`'s family: where a socket
+/// that sends to `addr` binds.
+fn any_local(addr: SocketAddr) -> SocketAddr {
+    if addr.is_ipv4() {
+        ([0, 0, 0, 0], 0).into()
+    } else {
+        (std::net::Ipv6Addr::UNSPECIFIED, 0).into()
+    }
+}
+
 /// The largest UDP payload to `addr` that needs no fragments: the path
 /// MTU the kernel keeps for the route (a connected socket's `IP_MTU` or
 /// `IPV6_MTU`: 65,536 on loopback, the interface's MTU or a learned
@@ -334,12 +340,7 @@ fn path_payload(addr: SocketAddr) -> Option<usize> {
     #[cfg(target_os = "linux")]
     {
         use std::os::fd::AsRawFd;
-        let local: SocketAddr = if addr.is_ipv4() {
-            ([0, 0, 0, 0], 0).into()
-        } else {
-            (std::net::Ipv6Addr::UNSPECIFIED, 0).into()
-        };
-        let s = UdpSocket::bind(local).ok()?;
+        let s = UdpSocket::bind(any_local(addr)).ok()?;
         s.connect(addr).ok()?;
         let (level, name, ip_header) = if addr.is_ipv4() {
             (libc::IPPROTO_IP, libc::IP_MTU, 20)

@@ -16,7 +16,7 @@ pub(crate) const MIN_MTU: usize = 512;
 pub(crate) const MAX_MTU: usize = 65_000;
 /// The default MTU, and the MTU of `MTU 0` where the kernel gives no path
 /// MTU (no collector: file only).
-pub(crate) const DEFAULT_MTU: usize = 1400;
+const DEFAULT_MTU: usize = 1400;
 
 /// The arguments both exporters take.
 pub(crate) struct CommonArgs {

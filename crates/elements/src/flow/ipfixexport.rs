@@ -138,7 +138,7 @@
 //! counts that as loss), and the domain's statistics would still be per
 //! replica.
 
-use super::export::{is_icmp, put_be, v4, CommonArgs, MsgBuf, Transport, DEFAULT_MTU};
+use super::export::{is_icmp, put_be, v4, CommonArgs, MsgBuf, Transport};
 use super::record::{Direction, FlowRecord};
 use linerate_runtime::{
     Batch, ConfigureCtx, Ctx, Element, ElementClass, HandlerSpec, InitCtx, IoCounts,
@@ -438,9 +438,12 @@ fn make(ctx: &ConfigureCtx<'_>) -> Result<Box<dyn Element>, Vec<String>> {
             Template { id, fields, len }
         })
         .collect();
+    // Until `initialize` opens the channel: MTU, or the default.
+    let tx = Transport::new("ipfix", &common);
+    let msg = MsgBuf::new(tx.mtu(), HEADER_LEN, false);
     Ok(Box::new(IpfixExport {
-        tx: Transport::new("ipfix", &common),
-        msg: MsgBuf::new(common.mtu.unwrap_or(DEFAULT_MTU), HEADER_LEN, false),
+        tx,
+        msg,
         templates,
         pen,
         domain: common.domain,

@@ -78,7 +78,7 @@
 //! sequence gaps). The replicas share the socket, the pacer and the boot
 //! time.
 
-use super::export::{is_icmp, put_be, v4, CommonArgs, MsgBuf, Transport, DEFAULT_MTU};
+use super::export::{is_icmp, put_be, v4, CommonArgs, MsgBuf, Transport};
 use super::record::{Direction, FlowRecord};
 use linerate_runtime::flow::FlowKey;
 use linerate_runtime::{
@@ -255,9 +255,12 @@ fn make(ctx: &ConfigureCtx<'_>) -> Result<Box<dyn Element>, Vec<String>> {
     a.complete().map_err(|e| e.0)?;
     let fields = [flow_fields(false), flow_fields(true)];
     let lens = [0, 1].map(|i| fields[i].iter().map(|f| usize::from(f.1)).sum());
+    // Until `initialize` opens the channel: MTU, or the default.
+    let tx = Transport::new("v9", &common);
+    let msg = MsgBuf::new(tx.mtu(), HEADER_LEN, true);
     Ok(Box::new(V9Export {
-        tx: Transport::new("v9", &common),
-        msg: MsgBuf::new(common.mtu.unwrap_or(DEFAULT_MTU), HEADER_LEN, true),
+        tx,
+        msg,
         fields,
         lens,
         domain: common.domain,

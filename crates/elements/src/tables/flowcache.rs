@@ -345,7 +345,6 @@ fn sig4_portable(sigs: &[u32; 4], s: u32) -> u32 {
 struct Table {
     ways: usize,
     sets: u32,
-    lines: usize,
     meta: Vec<Quad>,
     /// The full keys of lines whose short key is [`WIDE`] (IPv6), by line.
     wide: Vec<Key>,
@@ -368,7 +367,6 @@ impl Fast {
             t: Table {
                 ways,
                 sets: (lines / ways) as u32,
-                lines,
                 meta: vec![Quad::default(); lines.div_ceil(4)],
                 wide: vec![[0; 5]; lines],
                 clock: 0,
@@ -387,6 +385,11 @@ impl Fast {
 }
 
 impl Table {
+    /// Cache lines (`wide` has an entry for each).
+    fn lines(&self) -> usize {
+        self.wide.len()
+    }
+
     /// The line an install of an uncached key with hash `h` takes at
     /// `clock`: a free line of its set (`true`), else the set's least
     /// recently used one (`false`, its flow evicted).
@@ -667,7 +670,7 @@ impl Store for Fast {
     }
 
     fn write_back(&self, seen: &mut [u32]) {
-        for g in 0..self.t.lines {
+        for g in 0..self.t.lines() {
             let l = self.t.line(g);
             if l.sig != 0 {
                 seen[l.id as usize] = l.seen;
@@ -676,7 +679,7 @@ impl Store for Fast {
     }
 
     fn cache_retain(&mut self, f: &mut dyn FnMut(u32) -> bool) {
-        for g in 0..self.t.lines {
+        for g in 0..self.t.lines() {
             let l = self.t.line(g);
             if l.sig != 0 && !f(l.seen) {
                 self.t.remove_line(g);

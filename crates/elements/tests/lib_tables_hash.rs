@@ -224,6 +224,53 @@ fn cuckoo_hash_address_and_byte_keys() {
     assert_eq!(read(&r, "c2.count"), "1", "3 bytes are too short");
 }
 
+/// Tables filled to their capacity (85 % of their slots), through both of
+/// the fast table's layouts (keys of 12 bytes inside their buckets, 16
+/// bytes beside them): at that load many keys live in their second bucket
+/// and are moved there by displacement; every one is found with its value,
+/// as the reference finds it.
+#[test]
+fn cuckoo_hash_full_tables_as_reference() {
+    const N: u32 = 3000;
+    let addr = |i: u32| (0x0a00_0000 | (i * 7919)).to_be_bytes();
+    let pkts: Vec<(u64, Vec<u8>)> = (0..N + N / 6)
+        .map(|j| {
+            let i = j * 1237 % (N + N / 6);
+            (T0, v4(addr(i), 1000 + i as u16, [10, 1, 0, 1], 53, 17, 0))
+        })
+        .collect();
+    let input = pcap(&pkts);
+    for (len, hex_tail) in [(12, ""), (16, "00000000")] {
+        let mut t = String::new();
+        for i in 0..N {
+            let [a, b, c, d] = addr(i);
+            t.push_str(&format!(
+                "{a:02x}{b:02x}{c:02x}{d:02x}0a010001{:04x}0035{hex_tail} {}\n",
+                1000 + i,
+                i * 3 + 1
+            ));
+        }
+        let table = file(&t);
+        let config = format!(
+            "FromDump({{IN}}, STOP true) -> t :: CuckooHash(KEY OFFSET 12 LEN {len}, CAPACITY {N}, FILE {}, IMPL {{IMPL}});
+             t[0] -> ToIPSummaryDump({{O0}}, FIELDS ip_src sport aggregate) -> Discard;
+             t[1] -> ToIPSummaryDump({{O1}}, FIELDS ip_src sport) -> Discard;",
+            table.display()
+        );
+        let reads = ["t.hits", "t.misses", "t.count"];
+        let fast = outcome(&config, "fast", &input, &reads);
+        assert_eq!(
+            fast[fast.len() - 3..],
+            ["t.hits=3000", "t.misses=500", "t.count=3000"]
+        );
+        assert_eq!(
+            fast,
+            outcome(&config, "reference", &input, &reads),
+            "LEN {len}"
+        );
+    }
+}
+
 #[test]
 fn cuckoo_hash_configuration_errors() {
     let e = common::build(

@@ -61,10 +61,31 @@
 //! ```
 //!
 //! # Implementation
-//! A bucketized cuckoo hash table (two candidate buckets of 8 slots per
-//! key, at most 85 % full) in struct-of-arrays form: the buckets' 16-bit
-//! tags in one array (16 bytes a bucket, four buckets a cache line), keys
-//! and values in another, one 64-byte line per slot. A batch is looked up
+//! A bucketized cuckoo hash table, at most 85 % full, in one of two
+//! layouts chosen by the key's length.
+//!
+//! Keys of at most 12 bytes (`OFFSET O LEN N` with `N` up to 12, `ANNO`)
+//! lie inside their buckets: a bucket is one 64-byte line of four slots,
+//! each the key's 12 bytes and its 4-byte value, no tags (1M keys: 18.8
+//! MB). A lookup compares a line's four keys at once (four SSE2 compares
+//! packed to one mask); the first bucket's line is prefetched when the key
+//! is hashed, into the second-level cache (`prefetcht1`: the compares come
+//! a group later), and the second bucket's only for the keys not in the
+//! first. Inserts fill a key's first bucket first, so a hit reads 1.19
+//! lines on average (81 % of a million keys sit in their first bucket)
+//! and a miss two. An empty slot holds a key that cannot be looked up in
+//! its bucket (one whose buckets are elsewhere), so the compare needs no
+//! occupancy test and every 12-byte key, zero included, can be stored.
+//! Session 23 measured it against the tagged layout below on the same
+//! keys: all hit 19.8-22.5 ns against 29.1-30.1, the keys in cache 9.0
+//! against 10.9-11.3, 50 % hit 29.3-29.5 against 28.6 (a miss reads two
+//! lines where the tagged layout reads only tags).
+//!
+//! Longer keys (`FLOW`, `SRC`, `DST`, `OFFSET` up to 40 bytes) use two
+//! candidate buckets of 8 slots per key in struct-of-arrays form: the
+//! buckets' 16-bit tags in one array (16 bytes a bucket, four buckets a
+//! cache line), keys and values in another, one 64-byte line per slot. A
+//! batch is looked up
 //! 64 packets at a time in stages, as DPDK's `rte_hash_lookup_bulk`: each
 //! packet's key is read, hashed and both candidate buckets' tags
 //! prefetched at once, so the misses overlap the reading of the following
@@ -94,7 +115,11 @@
 //! both buckets after the key loop. With all this the 1M-key `OFFSET` row
 //! went from 249 to 147 instructions a packet, 50 % hit 259 to 172 (`perf
 //! stat`, session 10). Tried and dropped: prefetching only the first
-//! bucket's tags (most keys live there; no change in cycles). Inserts move
+//! bucket's tags (most keys live there; no change in cycles); locating
+//! the next group's keys before resolving this group's, to give the
+//! prefetches a group's more time (session 23, inline layout: 21.2 and
+//! 22.9 ns against 20.1 and 21.3; the misses are not late, there are too
+//! many in flight). Inserts move
 //! keys to their other bucket along the shortest path a breadth-first
 //! search finds (at most 512 buckets).
 //!
@@ -110,15 +135,20 @@
 //! 39.5 ns in two alternated runs, session 9, against a push a packet).
 //!
 //! Measured (`linerate bench elements CuckooHash`, 1,000,000 keys, on a
-//! shared 2-vCPU VM; docs/performance.md): about 30 ns per packet with
-//! all keys found, short of the issue's 60 Mpps (16.7 ns). The profile:
-//! the prefetch instructions themselves take most of the cycles' samples:
-//! the host backs the VM's memory with 4 KiB pages, so every random entry
-//! (and often tag) access misses the TLB (about 1.2 second-level TLB
-//! misses a packet, `perf stat`) and the page walks, not the
-//! instructions, bound the rate.
+//! shared 2-vCPU VM; docs/performance.md): about 20 ns per packet with
+//! all 12-byte keys found (48-50 Mpps; the tagged layout about 29 ns, as
+//! the 5-tuple row's 38 bytes still take), short of the issue's 60 Mpps
+//! (16.7 ns). The profile (session 23, `perf record -e cpu-clock`): a
+//! quarter of the element's samples on the first bucket's prefetch, which
+//! waits for a free miss buffer, and most of the rest on the compares
+//! that wait for the lines: the lookups are bound by how many random
+//! lines of an 18.8 MB table one core can have in flight (3-4 ns a line
+//! at that size by `mem_floor`), not by their 9 ns of work.
 
-use super::cuckoocore::{packet_flow_key, read_table, table_lines, Cuckoo, Key, KeySpec, Loc};
+use super::cuckoocore::{
+    packet_flow_key, read_table, table_lines, Cuckoo, Inline, Key, KeySpec, Loc, Store, Tagged,
+    INLINE_KEY,
+};
 use linerate_args::{Args, Raw};
 use linerate_runtime::anno::anno_by_name;
 use linerate_runtime::{Batch, ConfigureCtx, Ctx, Element, ElementClass, HandlerSpec, Packet};
@@ -140,23 +170,27 @@ const BAD: u8 = 2;
 /// Packets looked up together.
 const GROUP: usize = 64;
 
-/// The table: the optimised one or the reference.
+/// The table: the optimised one (keys inside their buckets where they
+/// are short enough) or the reference.
 enum Table {
-    Fast(Cuckoo),
+    Tagged(Cuckoo<Tagged>),
+    Inline(Cuckoo<Inline>),
     Reference(HashMap<Key, u32>, usize),
 }
 
 impl Table {
     fn get(&self, k: &Key) -> Option<u32> {
         match self {
-            Table::Fast(t) => t.get(k),
+            Table::Tagged(t) => t.get(k),
+            Table::Inline(t) => t.get(k),
             Table::Reference(m, _) => m.get(k).copied(),
         }
     }
 
     fn insert(&mut self, k: Key, v: u32) -> Result<(), String> {
         match self {
-            Table::Fast(t) => t.insert(k, v).map(drop).map_err(str::to_string),
+            Table::Tagged(t) => t.insert(k, v).map(drop).map_err(str::to_string),
+            Table::Inline(t) => t.insert(k, v).map(drop).map_err(str::to_string),
             Table::Reference(m, cap) => {
                 if m.len() >= *cap && !m.contains_key(&k) {
                     return Err("table full".into());
@@ -169,21 +203,24 @@ impl Table {
 
     fn remove(&mut self, k: &Key) -> Option<u32> {
         match self {
-            Table::Fast(t) => t.remove(k),
+            Table::Tagged(t) => t.remove(k),
+            Table::Inline(t) => t.remove(k),
             Table::Reference(m, _) => m.remove(k),
         }
     }
 
     fn len(&self) -> usize {
         match self {
-            Table::Fast(t) => t.len(),
+            Table::Tagged(t) => t.len(),
+            Table::Inline(t) => t.len(),
             Table::Reference(m, _) => m.len(),
         }
     }
 
     fn capacity(&self) -> usize {
         match self {
-            Table::Fast(t) => t.capacity(),
+            Table::Tagged(t) => t.capacity(),
+            Table::Inline(t) => t.capacity(),
             Table::Reference(_, c) => *c,
         }
     }
@@ -242,7 +279,8 @@ fn make(ctx: &ConfigureCtx<'_>) -> Result<Box<dyn Element>, Vec<String>> {
     };
     let capacity = capacity as usize;
     let table = match imp.as_deref().unwrap_or("fast") {
-        "fast" => Table::Fast(Cuckoo::new(capacity)),
+        "fast" if spec.len() <= INLINE_KEY => Table::Inline(Cuckoo::new(capacity)),
+        "fast" => Table::Tagged(Cuckoo::new(capacity)),
         "reference" => Table::Reference(HashMap::new(), capacity),
         other => {
             errs.push(format!("IMPL: expected fast or reference, got '{other}'"));
@@ -326,35 +364,10 @@ impl CuckooHash {
     fn classify(&mut self, batch: &mut Batch) -> (usize, usize) {
         self.masks.clear();
         let (spec, anno, masks, st) = (self.spec, self.anno, &mut self.masks, &mut *self.stage);
-        let t = match &self.table {
-            Table::Fast(t) => t,
-            Table::Reference(m, _) => return classify_reference(m, spec, anno, batch, masks),
-        };
-        let ps = batch.as_mut_slice();
-        // One loop per key reading, so that each reads its key inline.
-        match spec {
-            KeySpec::Bytes { off, len } => {
-                let last = KeySpec::last_word_mask(len);
-                match len.div_ceil(8) {
-                    1 => lookup(t, spec, anno, ps, masks, st, |p| {
-                        KeySpec::read_words::<1>(p, off, last)
-                    }),
-                    2 => lookup(t, spec, anno, ps, masks, st, |p| {
-                        KeySpec::read_words::<2>(p, off, last)
-                    }),
-                    3 => lookup(t, spec, anno, ps, masks, st, |p| {
-                        KeySpec::read_words::<3>(p, off, last)
-                    }),
-                    4 => lookup(t, spec, anno, ps, masks, st, |p| {
-                        KeySpec::read_words::<4>(p, off, last)
-                    }),
-                    _ => lookup(t, spec, anno, ps, masks, st, |p| {
-                        KeySpec::read_words::<5>(p, off, last)
-                    }),
-                }
-            }
-            KeySpec::Flow => lookup(t, spec, anno, ps, masks, st, packet_flow_key),
-            _ => lookup(t, spec, anno, ps, masks, st, |p| spec.extract(p)),
+        match &self.table {
+            Table::Tagged(t) => classify_fast(t, spec, anno, batch, masks, st),
+            Table::Inline(t) => classify_fast(t, spec, anno, batch, masks, st),
+            Table::Reference(m, _) => classify_reference(m, spec, anno, batch, masks),
         }
     }
 
@@ -376,6 +389,43 @@ impl CuckooHash {
     }
 }
 
+/// [`CuckooHash::classify`] with a fast table: one loop per key reading,
+/// so that each reads its key inline.
+fn classify_fast<S: Store>(
+    t: &Cuckoo<S>,
+    spec: KeySpec,
+    anno: Option<usize>,
+    batch: &mut Batch,
+    masks: &mut Vec<(u64, u64)>,
+    st: &mut Stage,
+) -> (usize, usize) {
+    let ps = batch.as_mut_slice();
+    match spec {
+        KeySpec::Bytes { off, len } => {
+            let last = KeySpec::last_word_mask(len);
+            match len.div_ceil(8) {
+                1 => lookup(t, spec, anno, ps, masks, st, |p| {
+                    KeySpec::read_words::<1>(p, off, last)
+                }),
+                2 => lookup(t, spec, anno, ps, masks, st, |p| {
+                    KeySpec::read_words::<2>(p, off, last)
+                }),
+                3 => lookup(t, spec, anno, ps, masks, st, |p| {
+                    KeySpec::read_words::<3>(p, off, last)
+                }),
+                4 => lookup(t, spec, anno, ps, masks, st, |p| {
+                    KeySpec::read_words::<4>(p, off, last)
+                }),
+                _ => lookup(t, spec, anno, ps, masks, st, |p| {
+                    KeySpec::read_words::<5>(p, off, last)
+                }),
+            }
+        }
+        KeySpec::Flow => lookup(t, spec, anno, ps, masks, st, packet_flow_key),
+        _ => lookup(t, spec, anno, ps, masks, st, |p| spec.extract(p)),
+    }
+}
+
 /// The fast table's lookup of `ps`, [`GROUP`] packets at a time in
 /// stages: `read` each packet's key (inline, calling nothing), hash it
 /// and prefetch both candidate buckets' tags; then the packets `read`
@@ -386,8 +436,8 @@ impl CuckooHash {
 /// masks (packets with a key, keys found); returns hits and packets
 /// without a key.
 #[inline(always)]
-fn lookup(
-    t: &Cuckoo,
+fn lookup<S: Store>(
+    t: &Cuckoo<S>,
     spec: KeySpec,
     anno: Option<usize>,
     ps: &mut [Packet],

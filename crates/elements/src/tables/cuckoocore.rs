@@ -295,7 +295,7 @@ impl KeySpec {
 const SMALL: usize = 1024;
 /// Largest number of buckets a displacement search visits.
 const BFS_MAX: usize = 512;
-/// Fewest buckets a table has (an [`Inline`] store needs two empty-slot
+/// Fewest buckets a table has (an [`Inline`] layout needs two empty-slot
 /// markers whose buckets do not meet, see [`Inline::new`]).
 const MIN_BUCKETS: usize = 4;
 
@@ -323,10 +323,10 @@ fn loc(h: u64, nbuckets: u32) -> Loc {
 
 /// How a [`Cuckoo`] table keeps its buckets' keys and values. Slots are
 /// numbered bucket by bucket, `SLOTS` a bucket.
-pub(crate) trait Store: Sized {
+pub(crate) trait Layout: Sized {
     /// Slots per bucket.
     const SLOTS: usize;
-    /// A store of `nbuckets` empty buckets.
+    /// A layout of `nbuckets` empty buckets.
     fn new(nbuckets: u32) -> Self;
     /// Whether `k` can be stored.
     fn fits(k: &Key) -> bool;
@@ -410,7 +410,7 @@ fn match_mask(t: &Tags, tag: u16) -> u32 {
     }
 }
 
-impl Store for Tagged {
+impl Layout for Tagged {
     const SLOTS: usize = TAGGED_SLOTS;
 
     fn new(nbuckets: u32) -> Tagged {
@@ -531,7 +531,7 @@ impl Store for Tagged {
 /// Slots per [`Inline`] bucket.
 const INLINE_SLOTS: usize = 4;
 
-/// Largest key an [`Inline`] store holds, in bytes.
+/// Largest key an [`Inline`] layout holds, in bytes.
 pub(crate) const INLINE_KEY: usize = 12;
 
 /// An [`Inline`] bucket: four slots of four 32-bit words, the key's 12
@@ -569,7 +569,7 @@ impl Inline {
         &self.markers[usize::from(b as u32 == self.marked[0] || b as u32 == self.marked[1])]
     }
 
-    /// The markers of a store of `nbuckets` buckets (at least
+    /// The markers of a layout of `nbuckets` buckets (at least
     /// [`MIN_BUCKETS`]).
     pub(crate) fn markers(nbuckets: u32) -> [Key; 2] {
         let key = |x: u64| [x, 0, 0, 0, 0];
@@ -619,7 +619,7 @@ fn line_hits(line: &Line, k0: u64, k1: u64) -> u32 {
     }
 }
 
-impl Store for Inline {
+impl Layout for Inline {
     const SLOTS: usize = INLINE_SLOTS;
 
     fn new(nbuckets: u32) -> Inline {
@@ -738,21 +738,21 @@ impl Store for Inline {
 }
 
 /// A bucketized cuckoo hash table from [`Key`] to `u32`, its buckets kept
-/// by a [`Store`]: [`Tagged`] for any key, [`Inline`] for keys of at most
+/// by a [`Layout`]: [`Tagged`] for any key, [`Inline`] for keys of at most
 /// [`INLINE_KEY`] bytes.
 ///
 /// Every key has two candidate buckets, chosen by the two halves of its
 /// hash. Inserting into two full buckets moves keys to their other bucket
 /// along the shortest path a breadth-first search finds (at most
 /// [`BFS_MAX`] buckets visited, then the insert fails).
-pub(crate) struct Cuckoo<S: Store = Tagged> {
-    store: S,
+pub(crate) struct Cuckoo<S: Layout = Tagged> {
+    slots: S,
     nbuckets: u32,
     len: usize,
     capacity: usize,
 }
 
-impl<S: Store> Cuckoo<S> {
+impl<S: Layout> Cuckoo<S> {
     /// A table for at least `capacity` keys; buckets are added so that it
     /// is at most 85 % full, or half full for up to [`SMALL`] keys: with a
     /// handful of buckets a few keys whose two buckets coincide fill them
@@ -763,7 +763,7 @@ impl<S: Store> Cuckoo<S> {
         let nb = (capacity * 100 / load).div_ceil(S::SLOTS).max(MIN_BUCKETS);
         let nb = nb.min(u32::MAX as usize / S::SLOTS) as u32;
         Cuckoo {
-            store: S::new(nb),
+            slots: S::new(nb),
             nbuckets: nb,
             len: 0,
             capacity,
@@ -787,9 +787,9 @@ impl<S: Store> Cuckoo<S> {
 
     /// The value of `k`.
     pub(crate) fn get(&self, k: &Key) -> Option<u32> {
-        self.store
+        self.slots
             .find(k, self.loc(hash(k)))
-            .map(|s| self.store.value(s))
+            .map(|s| self.slots.value(s))
     }
 
     /// Stage 1 of a batched lookup: where `k` may live, with what the
@@ -799,7 +799,7 @@ impl<S: Store> Cuckoo<S> {
     #[inline(always)]
     pub(crate) fn locate(&self, k: &Key) -> Loc {
         let l = self.loc(hash(k));
-        self.store.prefetch(l);
+        self.slots.prefetch(l);
         l
     }
 
@@ -808,7 +808,7 @@ impl<S: Store> Cuckoo<S> {
     /// value of key `i` goes to `out[i]`; returns the mask of keys found.
     #[inline(always)]
     pub(crate) fn resolve(&self, keys: &[Key], locs: &[Loc], valid: u64, out: &mut [u32]) -> u64 {
-        self.store.resolve(keys, locs, valid, out)
+        self.slots.resolve(keys, locs, valid, out)
     }
 
     /// Look up `keys[i]` (`None`: no key) into `out[i]`, for up to `N`
@@ -816,7 +816,7 @@ impl<S: Store> Cuckoo<S> {
     /// [`resolve`](Self::resolve) them, so that the memory accesses of the
     /// whole group overlap (as DPDK's `rte_hash_lookup_bulk`). The group's
     /// arrays are `N` long: callers with small groups (`FlowCache`'s slow
-    /// path) do not zero 3.5 KiB of stack per call. Keys the store cannot
+    /// path) do not zero 3.5 KiB of stack per call. Keys the layout cannot
     /// hold are not found.
     #[inline]
     pub(crate) fn get_batch<const N: usize>(&self, keys: &[Option<Key>], out: &mut [Option<u32>]) {
@@ -841,30 +841,30 @@ impl<S: Store> Cuckoo<S> {
 
     /// Remove `k`; its value if it was there.
     pub(crate) fn remove(&mut self, k: &Key) -> Option<u32> {
-        let s = self.store.find(k, self.loc(hash(k)))?;
-        let v = self.store.value(s);
-        self.store.clear(s);
+        let s = self.slots.find(k, self.loc(hash(k)))?;
+        let v = self.slots.value(s);
+        self.slots.clear(s);
         self.len -= 1;
         Some(v)
     }
 
     /// Insert or replace `k`. `Err` when the table holds `capacity` keys,
-    /// no displacement path frees a slot, or the store cannot hold `k`.
+    /// no displacement path frees a slot, or the layout cannot hold `k`.
     pub(crate) fn insert(&mut self, k: Key, v: u32) -> Result<Option<u32>, &'static str> {
         if !S::fits(&k) {
             return Err("key too long for this table");
         }
         let l = self.loc(hash(&k));
-        if let Some(s) = self.store.find(&k, l) {
-            let old = self.store.value(s);
-            self.store.put(s, &k, l.tag, v);
+        if let Some(s) = self.slots.find(&k, l) {
+            let old = self.slots.value(s);
+            self.slots.put(s, &k, l.tag, v);
             return Ok(Some(old));
         }
         if self.len >= self.capacity {
             return Err("table full");
         }
         let s = self.free_slot(l.b1, l.b2).ok_or("table full")?;
-        self.store.put(s, &k, l.tag, v);
+        self.slots.put(s, &k, l.tag, v);
         self.len += 1;
         Ok(None)
     }
@@ -872,7 +872,7 @@ impl<S: Store> Cuckoo<S> {
     /// An empty slot in `b1` or `b2`, moving keys to their other buckets
     /// along a breadth-first path if both are full.
     fn free_slot(&mut self, b1: u32, b2: u32) -> Option<usize> {
-        let st = &mut self.store;
+        let st = &mut self.slots;
         if let Some(s) = st.empty_in(b1).or_else(|| st.empty_in(b2)) {
             return Some(s);
         }
@@ -916,8 +916,8 @@ impl<S: Store> Cuckoo<S> {
     /// Keep only the entries for which `f(key, value)` is true.
     pub(crate) fn retain(&mut self, mut f: impl FnMut(&Key, u32) -> bool) {
         for s in 0..self.nbuckets as usize * S::SLOTS {
-            if self.store.occupied(s) && !f(&self.store.key(s), self.store.value(s)) {
-                self.store.clear(s);
+            if self.slots.occupied(s) && !f(&self.slots.key(s), self.slots.value(s)) {
+                self.slots.clear(s);
                 self.len -= 1;
             }
         }
@@ -979,7 +979,7 @@ mod tests {
         [x, x >> 7, 0, 0, 0]
     }
 
-    fn fills_to_capacity<S: Store>() {
+    fn fills_to_capacity<S: Layout>() {
         let mut t = Cuckoo::<S>::new(10_000);
         for i in 0..10_000u64 {
             assert_eq!(t.insert(key(i * 7919), i as u32), Ok(None), "key {i}");
@@ -1007,7 +1007,7 @@ mod tests {
 
     /// The markers of empty slots are never found, in any bucket, and are
     /// stored and found like other keys; a key too long for the inline
-    /// store is refused, and never found.
+    /// layout is refused, and never found.
     #[test]
     fn inline_markers_are_ordinary_keys() {
         for cap in [1, 3, 30, 2000] {
@@ -1159,7 +1159,7 @@ mod tests {
         }
 
         /// The cuckoo table answers as a `HashMap` with the same capacity,
-        /// with either store.
+        /// with either layout.
         #[test]
         fn same_as_hashmap(
             cap in 1usize..300,
@@ -1174,7 +1174,7 @@ mod tests {
         }
     }
 
-    fn same_as_hashmap_with<S: Store>(
+    fn same_as_hashmap_with<S: Layout>(
         mut t: Cuckoo<S>,
         cap: usize,
         ops: Vec<Op>,

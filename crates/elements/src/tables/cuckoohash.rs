@@ -122,8 +122,9 @@
 //! many in flight); for the inline layout's misses, a count per bucket of
 //! the keys moved to their second bucket, so that a miss could skip the
 //! second line where it is 0 (half the buckets have one; the 50 % row
-//! 1 ns slower), and a first pass without branches (no faster, the
-//! cache-resident row 1.2 ns slower). Inserts move
+//! 1 ns slower), a first pass without branches (no faster, the
+//! cache-resident row 1.2 ns slower), and the second buckets' compares
+//! deferred until the next group's first ones (no change). Inserts move
 //! keys to their other bucket along the shortest path a breadth-first
 //! search finds (at most 512 buckets).
 //!

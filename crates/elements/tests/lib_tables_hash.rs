@@ -271,6 +271,30 @@ fn cuckoo_hash_full_tables_as_reference() {
     }
 }
 
+/// `KEY ANNO`: the destination address `CheckIPHeader` leaves in
+/// `DST_IP` (4 bytes, kept inside the buckets), as the reference finds it.
+#[test]
+fn cuckoo_hash_annotation_keys() {
+    let pkts: Vec<(u64, Vec<u8>)> = (0..40u8)
+        .map(|i| (T0, v4([10, 0, 0, 1], 1000, [10, 0, 0, i % 7], 53, 17, 0)))
+        .collect();
+    let input = pcap(&pkts);
+    let table = file("0a000002 20\n0a000005 50\n0a000000 1\n");
+    let config = format!(
+        "FromDump({{IN}}, STOP true) -> CheckIPHeader(CHECKSUM false)
+             -> t :: CuckooHash(KEY ANNO DST_IP, FILE {}, IMPL {{IMPL}});
+         t[0] -> ToIPSummaryDump({{O0}}, FIELDS ip_dst aggregate) -> Discard;
+         t[1] -> ToIPSummaryDump({{O1}}, FIELDS ip_dst) -> Discard;",
+        table.display()
+    );
+    let reads = ["t.hits", "t.misses"];
+    let fast = outcome(&config, "fast", &input, &reads);
+    assert_eq!(fast[fast.len() - 2..], ["t.hits=17", "t.misses=23"]);
+    assert!(fast.contains(&"10.0.0.5 50".to_string()), "{fast:?}");
+    assert!(fast.contains(&"10.0.0.0 1".to_string()), "{fast:?}");
+    assert_eq!(fast, outcome(&config, "reference", &input, &reads));
+}
+
 #[test]
 fn cuckoo_hash_configuration_errors() {
     let e = common::build(

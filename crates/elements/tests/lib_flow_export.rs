@@ -13,7 +13,7 @@ use linerate_wire::{ipfix, netflow9};
 use proptest::prelude::*;
 use std::collections::HashMap;
 use std::net::UdpSocket;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 fn read(r: &Router, h: &str) -> String {
@@ -204,6 +204,17 @@ fn recv_all(sock: &UdpSocket) -> Vec<Vec<u8>> {
     v
 }
 
+/// Run `FromDump(input, STOP true) -> e :: ELEMENT;`.
+fn export(input: &Path, element: &str) -> Router {
+    run(
+        &format!(
+            "FromDump({}, STOP true) -> e :: {element};",
+            input.display()
+        ),
+        RouterOptions::default(),
+    )
+}
+
 fn listener() -> (UdpSocket, String) {
     let s = UdpSocket::bind("127.0.0.1:0").unwrap();
     s.set_nonblocking(false).unwrap();
@@ -216,13 +227,7 @@ fn ipfix_over_udp_decodes_field_by_field() {
     let recs = [tcp4(), udp6_biflow(), icmp4()];
     let f = records_pcap("ipfix1.pcap", &recs, &[b"not a record"]);
     let (sock, addr) = listener();
-    let r = run(
-        &format!(
-            "FromDump({}, STOP true) -> e :: IPFIXExport({addr}, DOMAIN 42);",
-            f.display()
-        ),
-        RouterOptions::default(),
-    );
+    let r = export(&f, &format!("IPFIXExport({addr}, DOMAIN 42)"));
     assert_eq!(read(&r, "e.records"), "3");
     assert_eq!(read(&r, "e.ignored"), "1");
     assert_eq!(read(&r, "e.dropped"), "0");
@@ -373,16 +378,12 @@ fn ipfix_messages_stay_under_the_mtu_and_templates_are_resent() {
 
 /// Run IPFIXExport into a file with extra keywords; the router and the
 /// messages (the file split by the messages' length fields).
-fn ipfix_file(input: &std::path::Path, kw: &str) -> (Router, Vec<Vec<u8>>) {
+fn ipfix_file(input: &Path, kw: &str) -> (Router, Vec<Vec<u8>>) {
     let name: String = kw.chars().filter(char::is_ascii_alphanumeric).collect();
     let out = tmp(&format!("ipfix-{name}.ipfix"));
-    let r = run(
-        &format!(
-            "FromDump({}, STOP true) -> e :: IPFIXExport(FILENAME {}, {kw});",
-            input.display(),
-            out.display()
-        ),
-        RouterOptions::default(),
+    let r = export(
+        input,
+        &format!("IPFIXExport(FILENAME {}, {kw})", out.display()),
     );
     let bytes = std::fs::read(&out).unwrap();
     let mut msgs = Vec::new();
@@ -448,13 +449,7 @@ fn netflow_v9_over_udp() {
     let recs = [tcp4(), udp6_biflow(), icmp4()];
     let f = records_pcap("v9.pcap", &recs, &[]);
     let (sock, addr) = listener();
-    let r = run(
-        &format!(
-            "FromDump({}, STOP true) -> e :: NetFlowV9Export({addr}, DOMAIN 5);",
-            f.display()
-        ),
-        RouterOptions::default(),
-    );
+    let r = export(&f, &format!("NetFlowV9Export({addr}, DOMAIN 5)"));
     // The biflow becomes two one-way records.
     assert_eq!(read(&r, "e.records"), "4");
     let msgs = recv_all(&sock);
@@ -495,13 +490,7 @@ fn pacing_spaces_datagrams() {
     let f = records_pcap("pace.pcap", &recs, &[]);
     let (sock, addr) = listener();
     let t = std::time::Instant::now();
-    let r = run(
-        &format!(
-            "FromDump({}, STOP true) -> e :: IPFIXExport({addr}, MTU 600, PACE 500);",
-            f.display()
-        ),
-        RouterOptions::default(),
-    );
+    let r = export(&f, &format!("IPFIXExport({addr}, MTU 600, PACE 500)"));
     let n: u64 = read(&r, "e.messages").parse().unwrap();
     assert!(n > 40, "{n} messages");
     // The first 9 may leave at once (a burst of 8 after the first), then 2 ms apart.
@@ -524,13 +513,7 @@ fn messages_fill_the_path_mtu_when_told() {
         ("NetFlowV9Export", ", MTU 9000", 9000),
     ] {
         let (sock, addr) = listener();
-        let r = run(
-            &format!(
-                "FromDump({}, STOP true) -> e :: {class}({addr}{arg});",
-                f.display()
-            ),
-            RouterOptions::default(),
-        );
+        let r = export(&f, &format!("{class}({addr}{arg})"));
         assert_eq!(read(&r, "e.mtu"), want.to_string(), "{class}{arg}");
         // The socket's buffer keeps the first datagrams (three of 64 KiB
         // in Linux's default buffer); the first is full.
@@ -540,13 +523,9 @@ fn messages_fill_the_path_mtu_when_told() {
         assert!(largest > want - 300, "{class}{arg}: {largest}");
     }
     let out = tmp("pmtu.ipfix");
-    let r = run(
-        &format!(
-            "FromDump({}, STOP true) -> e :: IPFIXExport(FILENAME {}, MTU 0);",
-            f.display(),
-            out.display()
-        ),
-        RouterOptions::default(),
+    let r = export(
+        &f,
+        &format!("IPFIXExport(FILENAME {}, MTU 0)", out.display()),
     );
     assert_eq!(read(&r, "e.mtu"), "1400");
 }
@@ -658,13 +637,9 @@ proptest! {
         let mut hs = Vec::new();
         for imp in ["fast", "reference"] {
             let out = tmp(&format!("{case}-{imp}.out"));
-            let r = run(
-                &format!(
-                    "FromDump({}, STOP true) -> e :: {class}(FILENAME {}, MTU {mtu}, TEMPLATE_INTERVAL {interval}ms, IMPL {imp});",
-                    f.display(),
-                    out.display()
-                ),
-                RouterOptions::default(),
+            let r = export(
+                &f,
+                &format!("{class}(FILENAME {}, MTU {mtu}, TEMPLATE_INTERVAL {interval}ms, IMPL {imp})", out.display()),
             );
             outs.push(std::fs::read(&out).unwrap());
             std::fs::remove_file(&out).unwrap();
@@ -689,13 +664,7 @@ fn flow_export_picks_the_protocol() {
     ] {
         let (sock, addr) = listener();
         let args = args.replace("{a}", &addr);
-        let r = run(
-            &format!(
-                "FromDump({}, STOP true) -> e :: FlowExport({args});",
-                f.display()
-            ),
-            RouterOptions::default(),
-        );
+        let r = export(&f, &format!("FlowExport({args})"));
         assert_eq!(read(&r, "e.records"), "1", "{args}");
         let msgs = recv_all(&sock);
         assert!(!msgs.is_empty());

@@ -176,6 +176,32 @@ fn main() {
         ns,
         LEN,
     );
+    macro_rules! lanes256 {
+        ($l:literal) => {
+            let ns = time(|| {
+                h2.mac_sha256_lanes::<$l>(black_box(&msgs), &mut out);
+            }) / 16.0;
+            row(
+                concat!("RustCrypto sha2 + linerate SHA-NI x", $l, " lockstep"),
+                "HMAC-SHA256 1500 B",
+                ns,
+                LEN,
+            );
+        };
+    }
+    lanes256!(1);
+    lanes256!(2);
+    lanes256!(3);
+    lanes256!(4);
+    let ns = time(|| {
+        h2.mac_sha256_batch(black_box(&msgs), &mut out);
+    }) / 16.0;
+    row(
+        "RustCrypto sha2 + linerate mac_sha256_batch",
+        "HMAC-SHA256 1500 B",
+        ns,
+        LEN,
+    );
     let rk = ring::hmac::Key::new(ring::hmac::HMAC_SHA256, &key);
     let ns = time(|| {
         black_box(ring::hmac::sign(&rk, black_box(&msg)));

@@ -446,6 +446,35 @@ block-size data. The key needs to be hashed before being used by the HMAC algori
     let mut out = vec![[0u8; 32]; msgs.len()];
     h.mac_sha1_batch(&msgs, &mut out);
     assert_eq!(out, want);
+    // HMAC-SHA256 in lockstep: every RFC 4231 case in each lane position
+    // (the cases' keys differ, so one key's lanes per pass).
+    for (k, d, t) in &sha256 {
+        let h = HmacSha256::new::<Sha256Compress>(k);
+        let want = hex(t);
+        let msgs = vec![&d[..]; 9];
+        let mut out = vec![[0u8; 32]; msgs.len()];
+        for lanes in 1..=4 {
+            match lanes {
+                1 => h.mac_sha256_lanes::<1>(&msgs, &mut out),
+                2 => h.mac_sha256_lanes::<2>(&msgs, &mut out),
+                3 => h.mac_sha256_lanes::<3>(&msgs, &mut out),
+                _ => h.mac_sha256_batch(&msgs, &mut out),
+            }
+            for o in &out {
+                assert_eq!(o[..want.len()].to_vec(), want, "{t} x{lanes}");
+            }
+        }
+    }
+    let h = HmacSha256::new::<Sha256Compress>(&[0x42; 20]);
+    let msgs: Vec<&[u8]> = (0..39usize)
+        .map(|i| &data[..(i * 37 + i * i * 11) % 700])
+        .collect();
+    let want: Vec<[u8; 32]> = msgs.iter().map(|m| h.mac::<Sha256Compress>(m)).collect();
+    let mut out = vec![[0u8; 32]; msgs.len()];
+    h.mac_sha256_lanes::<2>(&msgs, &mut out);
+    assert_eq!(out, want);
+    h.mac_sha256_batch(&msgs, &mut out);
+    assert_eq!(out, want);
     // Through the elements: RFC 2202 case 5 as HMAC-SHA1-96, RFC 4231 case 5
     // truncated to 128 bits; then verified and stripped.
     for imp in ["fast", "reference"] {
@@ -528,6 +557,43 @@ fn region() -> impl Strategy<Value = String> {
 proptest! {
     #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
 
+    /// The batch HMACs (HMAC-SHA1 and HMAC-SHA256 lanes) against
+    /// RustCrypto's `hmac`: random keys, a batch of random lengths up to
+    /// 3000 bytes (so lanes run out of blocks at different points).
+    #[test]
+    fn hmac_batches_equal_rustcrypto(
+        key in prop::collection::vec(any::<u8>(), 0..150),
+        lens in prop::collection::vec(0usize..3000, 1..24),
+        seed in any::<u8>(),
+    ) {
+        use hmac::{KeyInit, Mac};
+        let data: Vec<u8> = (0..3007u32).map(|i| (i.wrapping_mul(31) as u8) ^ seed).collect();
+        // Regions at varying alignments.
+        let msgs: Vec<&[u8]> =
+            lens.iter().enumerate().map(|(i, &n)| &data[i % 7..][..n]).collect();
+        let mut out = vec![[0u8; 32]; msgs.len()];
+        let h = HmacSha256::new::<Sha256Compress>(&key);
+        let r = hmac::Hmac::<sha2::Sha256>::new_from_slice(&key).unwrap();
+        let want: Vec<Vec<u8>> = msgs.iter().map(|m| {
+            let mut x = r.clone();
+            x.update(m);
+            x.finalize().into_bytes().to_vec()
+        }).collect();
+        h.mac_sha256_batch(&msgs, &mut out);
+        prop_assert_eq!(out.iter().map(|o| o.to_vec()).collect::<Vec<_>>(), want.clone());
+        h.mac_sha256_lanes::<2>(&msgs, &mut out);
+        prop_assert_eq!(out.iter().map(|o| o.to_vec()).collect::<Vec<_>>(), want);
+        let h = HmacSha1::new::<Sha1Compress>(&key);
+        let r = hmac::Hmac::<sha1::Sha1>::new_from_slice(&key).unwrap();
+        let want: Vec<Vec<u8>> = msgs.iter().map(|m| {
+            let mut x = r.clone();
+            x.update(m);
+            x.finalize().into_bytes().to_vec()
+        }).collect();
+        h.mac_sha1_batch(&msgs, &mut out);
+        prop_assert_eq!(out.iter().map(|o| o[..20].to_vec()).collect::<Vec<_>>(), want);
+    }
+
     #[test]
     fn mac_elements_fast_equals_reference(
         pkts in packets(),
@@ -535,15 +601,17 @@ proptest! {
         key in prop::collection::vec(any::<u8>(), 1..100),
         r1 in region(),
         r2 in region(),
-        maclen in 1usize..17,
+        maclen in 1usize..33,
         verify_first in any::<bool>(),
         mac_at in prop::option::of(0usize..60),
     ) {
-        let (name, key) = match class {
-            0 => ("HMACSHA1", key),
-            1 => ("HMACSHA256", key),
-            _ => ("AESCMAC", key.iter().cycle().take(if key.len() % 2 == 0 { 16 } else { 32 }).copied().collect()),
+        // MACLEN over each algorithm's whole range: 1-20, 1-32, 1-16.
+        let (name, key, out) = match class {
+            0 => ("HMACSHA1", key, 20),
+            1 => ("HMACSHA256", key, 32),
+            _ => ("AESCMAC", key.iter().cycle().take(if key.len() % 2 == 0 { 16 } else { 32 }).copied().collect(), 16),
         };
+        let maclen = 1 + (maclen - 1) % out;
         let k: String = key.iter().map(|b| format!("{b:02x}")).collect();
         let mode = if verify_first { "verify" } else { "compute" };
         let at = mac_at.map(|m| format!(", MAC_OFFSET {m}")).unwrap_or_default();

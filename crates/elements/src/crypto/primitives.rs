@@ -834,6 +834,119 @@ mod sha1_x16 {
     }
 }
 
+/// SHA-256 compression of `N` independent messages in lockstep with the SHA
+/// extensions, as [`sha1_lanes`] does for SHA-1: `sha256rnds2` has a
+/// latency of several cycles and each stream's next one depends on it, so
+/// the `N` streams' instructions interleave to fill the unit.
+#[cfg(target_arch = "x86_64")]
+mod sha256_lanes {
+    use std::arch::x86_64::*;
+
+    /// SHA-256's round constants (FIPS 180-4 section 4.2.2).
+    static K: [u32; 64] = [
+        0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4,
+        0xab1c5ed5, 0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe,
+        0x9bdc06a7, 0xc19bf174, 0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f,
+        0x4a7484aa, 0x5cb0a9dc, 0x76f988da, 0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7,
+        0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967, 0x27b70a85, 0x2e1b2138, 0x4d2c6dfc,
+        0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85, 0xa2bfe8a1, 0xa81a664b,
+        0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070, 0x19a4c116,
+        0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
+        0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7,
+        0xc67178f2,
+    ];
+
+    /// True if the CPU has the SHA extensions and SSE4.1.
+    pub fn available() -> bool {
+        std::arch::is_x86_feature_detected!("sha") && std::arch::is_x86_feature_detected!("sse4.1")
+    }
+
+    /// One block into each of `N` states.
+    ///
+    /// # Safety
+    /// The CPU must have the `sha`, `sse2`, `ssse3` and `sse4.1` features
+    /// ([`available`]).
+    #[target_feature(enable = "sha,sse2,ssse3,sse4.1")]
+    pub unsafe fn compress<const N: usize>(states: &mut [[u32; 8]; N], blocks: [&[u8; 64]; N]) {
+        // Byte-reverses each 32-bit word: big-endian message words.
+        let rev = _mm_set_epi64x(0x0c0d_0e0f_0809_0a0b, 0x0405_0607_0001_0203);
+        // The state as `sha256rnds2` wants it: ABEF and CDGH.
+        let mut abef = [_mm_setzero_si128(); N];
+        let mut cdgh = [_mm_setzero_si128(); N];
+        for l in 0..N {
+            // SAFETY: 16-byte unaligned loads within the state.
+            let (s0, s1) = unsafe {
+                (
+                    _mm_loadu_si128(states[l].as_ptr().cast()),
+                    _mm_loadu_si128(states[l].as_ptr().add(4).cast()),
+                )
+            };
+            let cdab = _mm_shuffle_epi32::<0xb1>(s0);
+            let efgh = _mm_shuffle_epi32::<0x1b>(s1);
+            abef[l] = _mm_alignr_epi8::<8>(cdab, efgh);
+            cdgh[l] = _mm_blend_epi16::<0xf0>(efgh, cdab);
+        }
+        let (abef_save, cdgh_save) = (abef, cdgh);
+        let mut w = [[_mm_setzero_si128(); 4]; N];
+        // Group g (rounds 4g..4g+3) uses message vector g, held in
+        // w[l][g % 4]: the first four loaded, the rest computed one group
+        // ahead (`sha256msg2`) from partial sums begun three groups ahead
+        // (`sha256msg1`).
+        macro_rules! group {
+            ($g:literal) => {
+                // SAFETY: a 16-byte unaligned load within `K`.
+                let k = unsafe { _mm_loadu_si128(K.as_ptr().add(4 * $g).cast()) };
+                for l in 0..N {
+                    if $g < 4 {
+                        // SAFETY: a 16-byte unaligned load within the block.
+                        let m = unsafe { _mm_loadu_si128(blocks[l].as_ptr().add(16 * $g).cast()) };
+                        w[l][$g % 4] = _mm_shuffle_epi8(m, rev);
+                    }
+                    let msg = _mm_add_epi32(w[l][$g % 4], k);
+                    cdgh[l] = _mm_sha256rnds2_epu32(cdgh[l], abef[l], msg);
+                    if $g >= 3 && $g < 15 {
+                        let t = _mm_alignr_epi8::<4>(w[l][$g % 4], w[l][($g + 3) % 4]);
+                        let x = _mm_add_epi32(w[l][($g + 1) % 4], t);
+                        w[l][($g + 1) % 4] = _mm_sha256msg2_epu32(x, w[l][$g % 4]);
+                    }
+                    let msg = _mm_shuffle_epi32::<0x0e>(msg);
+                    abef[l] = _mm_sha256rnds2_epu32(abef[l], cdgh[l], msg);
+                    if $g >= 1 && $g <= 12 {
+                        w[l][($g + 3) % 4] = _mm_sha256msg1_epu32(w[l][($g + 3) % 4], w[l][$g % 4]);
+                    }
+                }
+            };
+        }
+        group!(0);
+        group!(1);
+        group!(2);
+        group!(3);
+        group!(4);
+        group!(5);
+        group!(6);
+        group!(7);
+        group!(8);
+        group!(9);
+        group!(10);
+        group!(11);
+        group!(12);
+        group!(13);
+        group!(14);
+        group!(15);
+        for l in 0..N {
+            let feba = _mm_shuffle_epi32::<0x1b>(_mm_add_epi32(abef[l], abef_save[l]));
+            let dchg = _mm_shuffle_epi32::<0xb1>(_mm_add_epi32(cdgh[l], cdgh_save[l]));
+            let abcd = _mm_blend_epi16::<0xf0>(feba, dchg);
+            let efgh = _mm_alignr_epi8::<8>(dchg, feba);
+            // SAFETY: 16-byte unaligned stores within the state.
+            unsafe {
+                _mm_storeu_si128(states[l].as_mut_ptr().cast(), abcd);
+                _mm_storeu_si128(states[l].as_mut_ptr().add(4).cast(), efgh);
+            }
+        }
+    }
+}
+
 /// A message's 64-byte blocks after `prefix` bytes already hashed: its
 /// full blocks in place, then one or two padded tail blocks.
 struct Blocks<'a> {
@@ -946,6 +1059,86 @@ impl HmacState<5> {
         let mut fin = [self.outer; L];
         // SAFETY: as above.
         unsafe { compress(&mut fin, std::array::from_fn(|l| &outer[l])) };
+        for (o, h) in out.iter_mut().zip(fin.iter()) {
+            *o = state_bytes(h);
+        }
+    }
+}
+
+/// Messages [`HmacSha256::mac_sha256_batch`] hashes in lockstep (chosen by
+/// measurement, `bench/examples/crypto_libs.rs`).
+pub const HMAC_SHA256_LANES: usize = 4;
+
+impl HmacState<8> {
+    /// HMAC-SHA256 of `msgs` into `out` (same length), `L` messages at a
+    /// time through the SHA extensions in lockstep (`L` = 1 to 4), pairs
+    /// then single messages for the rest. Without the SHA extensions (or
+    /// off x86-64), one message at a time through RustCrypto's `sha2`.
+    pub fn mac_sha256_lanes<const L: usize>(&self, msgs: &[&[u8]], out: &mut [[u8; 32]]) {
+        assert_eq!(msgs.len(), out.len());
+        #[cfg(target_arch = "x86_64")]
+        if sha256_lanes::available() {
+            let mut groups = msgs.chunks_exact(L);
+            let mut outs = out.chunks_exact_mut(L);
+            for (m, o) in (&mut groups).zip(&mut outs) {
+                // SAFETY: the CPU has the SHA extensions (checked above).
+                unsafe { self.sha256_group::<L>(m, o) };
+            }
+            let (msgs, out) = (groups.remainder(), outs.into_remainder());
+            let mut pairs = msgs.chunks_exact(2);
+            let mut outs = out.chunks_exact_mut(2);
+            for (m, o) in (&mut pairs).zip(&mut outs) {
+                // SAFETY: as above.
+                unsafe { self.sha256_group::<2>(m, o) };
+            }
+            for (m, o) in pairs.remainder().iter().zip(outs.into_remainder()) {
+                *o = self.mac::<Sha256Compress>(m);
+            }
+            return;
+        }
+        for (m, o) in msgs.iter().zip(out.iter_mut()) {
+            *o = self.mac::<Sha256Compress>(m);
+        }
+    }
+
+    /// HMAC-SHA256 of `msgs` into `out` as the elements want it:
+    /// [`mac_sha256_lanes`](Self::mac_sha256_lanes) with
+    /// [`HMAC_SHA256_LANES`].
+    #[inline]
+    pub fn mac_sha256_batch(&self, msgs: &[&[u8]], out: &mut [[u8; 32]]) {
+        self.mac_sha256_lanes::<HMAC_SHA256_LANES>(msgs, out);
+    }
+
+    /// The MACs of `L` messages, their common blocks (and the outer block)
+    /// in lockstep, the rest one message at a time.
+    ///
+    /// # Safety
+    /// The CPU must have the SHA extensions ([`sha256_lanes::available`]).
+    #[cfg(target_arch = "x86_64")]
+    unsafe fn sha256_group<const L: usize>(&self, msgs: &[&[u8]], out: &mut [[u8; 32]]) {
+        let streams: [Blocks<'_>; L] = std::array::from_fn(|l| Blocks::new(msgs[l], 64));
+        let mut st = [self.inner; L];
+        let common = streams.iter().map(|s| s.n).min().unwrap_or(0);
+        for i in 0..common {
+            let b: [&[u8; 64]; L] = std::array::from_fn(|l| streams[l].get(i));
+            // SAFETY: the caller checked the CPU features.
+            unsafe { sha256_lanes::compress::<L>(&mut st, b) };
+        }
+        for (s, h) in streams.iter().zip(st.iter_mut()) {
+            for i in common..s.n {
+                Sha256Compress::compress(h, std::slice::from_ref(s.get(i)));
+            }
+        }
+        let outer: [[u8; 64]; L] = std::array::from_fn(|l| {
+            let mut blk = [0u8; 64];
+            blk[..32].copy_from_slice(&state_bytes(&st[l]));
+            blk[32] = 0x80;
+            blk[56..].copy_from_slice(&((64 + 32) as u64 * 8).to_be_bytes());
+            blk
+        });
+        let mut fin = [self.outer; L];
+        // SAFETY: as above.
+        unsafe { sha256_lanes::compress::<L>(&mut fin, std::array::from_fn(|l| &outer[l])) };
         for (o, h) in out.iter_mut().zip(fin.iter()) {
             *o = state_bytes(h);
         }

@@ -183,6 +183,70 @@ fn cuckoo_hash_flow_key_hits_misses_and_bad_packets() {
     assert_eq!(read(&r, "t.count"), "2", "a bad file inserts nothing");
 }
 
+/// Short and malformed raw-IP packets: empty, one byte, an IPv4 header
+/// cut at 19 bytes, version 5, an IPv6 header cut at 39 bytes, garbage
+/// (version 15); then one whole packet.
+fn malformed_then_one() -> Vec<(u64, Vec<u8>)> {
+    let good = v4([10, 0, 0, 1], 1000, [10, 0, 0, 2], 80, 6, 0x10);
+    let mut v5 = good.clone();
+    v5[0] = 0x55;
+    let mut v6 = vec![0x60, 0, 0, 0, 0, 8, 17, 64];
+    v6.resize(39, 1);
+    [
+        vec![],
+        vec![0x45],
+        good[..19].to_vec(),
+        v5,
+        v6,
+        vec![0xff; 64],
+        good,
+    ]
+    .into_iter()
+    .map(|p| (T0, p))
+    .collect()
+}
+
+#[test]
+fn short_and_malformed_packets_leave_on_output_2() {
+    // Never a panic: every such packet is counted in `drops` and leaves
+    // on output 2, in both implementations and with every key reading
+    // that needs a header or bytes the packets lack.
+    let input = pcap(&malformed_then_one());
+    for imp in ["fast", "reference"] {
+        // Header keys: only the whole packet has one. Byte keys: the four
+        // packets with the bytes have one (v5, the cut IPv6 header, the
+        // garbage, the whole packet).
+        for (key, want) in [
+            ("FLOW", ["0", "1", "6"]),
+            ("SRC", ["0", "1", "6"]),
+            ("DST", ["0", "1", "6"]),
+            ("OFFSET 12 LEN 12", ["0", "4", "3"]),
+            ("OFFSET 0 LEN 20", ["0", "4", "3"]),
+        ] {
+            let r = run(&format!(
+                "FromDump({}, STOP true) -> MarkIPHeader
+                     -> t :: CuckooHash(KEY {key}, IMPL {imp});
+                 t[0] -> c0 :: Counter -> Discard; t[1] -> c1 :: Counter -> Discard;
+                 t[2] -> bad :: Counter -> Discard;",
+                input.display()
+            ));
+            let got = ["c0", "c1", "bad"].map(|c| read(&r, &format!("{c}.count")));
+            assert_eq!(got, want, "{imp} {key}");
+            assert_eq!(read(&r, "t.drops"), want[2], "{imp} {key}");
+        }
+        let r = run(&format!(
+            "FromDump({}, STOP true, BURST 1) -> MarkIPHeader
+                 -> fc :: FlowCache(LINES 64, WAYS 2, FLOWS 8, IMPL {imp});
+             fc[0] -> c0 :: Counter -> Discard; fc[1] -> [1]fc;
+             fc[2] -> bad :: Counter -> Discard;",
+            input.display()
+        ));
+        assert_eq!(read(&r, "c0.count"), "1", "{imp}");
+        assert_eq!(read(&r, "bad.count"), "6", "{imp}");
+        assert_eq!(read(&r, "fc.drops"), "6", "{imp}");
+    }
+}
+
 #[test]
 fn cuckoo_hash_address_and_byte_keys() {
     let pkts = [
@@ -608,7 +672,7 @@ proptest! {
         pkts in traffic(),
         entries in proptest::collection::vec((0u8..40, any::<u32>()), 0..30),
         cap in 1u32..40,
-        key in 0usize..5,
+        key in 0usize..6,
         ops in proptest::collection::vec((0u8..3, 0u8..40, any::<u32>()), 0..20),
     ) {
         let input = pcap(&pkts);
@@ -621,17 +685,21 @@ proptest! {
             3 => ("OFFSET 12 LEN 12", |f| {
                 format!("0a0000{:02x}0a010001{:04x}0050", f % 5, 1000 + u16::from(f / 5))
             }),
-            _ => ("OFFSET 14 LEN 12", |f| {
+            4 => ("OFFSET 14 LEN 12", |f| {
                 format!("00{:02x}0a010001{:04x}00500000", f % 5, 1000 + u16::from(f / 5))
             }),
+            // The AGGREGATE annotation (host order), which AggregateIPFlows
+            // sets to a flow number by order of appearance.
+            _ => ("ANNO AGGREGATE", |f| format!("{f:02x}000000")),
         };
+        let pre = if key == 5 { "-> AggregateIPFlows " } else { "" };
         let mut t = String::new();
         for (f, v) in &entries {
             t.push_str(&format!("{} {v}\n", text(*f)));
         }
         let table = file(&t);
         let config = format!(
-            "FromDump({{IN}}, STOP true) -> MarkIPHeader -> t :: CuckooHash(KEY {spec}, CAPACITY {cap}, IMPL {{IMPL}});
+            "FromDump({{IN}}, STOP true) -> MarkIPHeader {pre}-> t :: CuckooHash(KEY {spec}, CAPACITY {cap}, IMPL {{IMPL}});
              t[0] -> ToIPSummaryDump({{O0}}, FIELDS {FIELDS}) -> Discard;
              t[1] -> ToIPSummaryDump({{O1}}, FIELDS {FIELDS}) -> Discard;
              t[2] -> bad :: Counter -> Discard;"

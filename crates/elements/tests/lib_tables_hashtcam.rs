@@ -148,6 +148,74 @@ fn packets_take_the_highest_priority_match() {
     assert_eq!(read(&r, "t.masks"), "10");
 }
 
+/// Malformed frames for `OFFSET 14`: empty, one byte, Ethernet only, IPv4
+/// truncated, IPv4 with a header length (IHL) of 4 and of 0 words,
+/// version 7, IPv6 truncated, garbage.
+fn malformed() -> Vec<Vec<u8>> {
+    let f4 = frame(&key4([10, 1, 1, 1], [10, 1, 1, 2], 1, 80, 6));
+    let f6 = frame(&key6("2001:db8::1", "2001:db8::2", 1, 2000, 17));
+    let with = |f: &[u8], b: u8| {
+        let mut f = f.to_vec();
+        f[14] = b;
+        f
+    };
+    vec![
+        vec![],
+        vec![0x45],
+        f4[..14].to_vec(),
+        f4[..33].to_vec(),
+        with(&f4, 0x44),
+        with(&f4, 0x40),
+        with(&f4, 0x75),
+        f6[..53].to_vec(),
+        vec![0xff; 64],
+    ]
+}
+
+#[test]
+fn bad_packets_leave_on_bad_output() {
+    // One packet to each output 0 (rule 100), 2 (rule 10), one matching no
+    // rule, then the malformed frames, which leave on output 3.
+    let mut pkts: Vec<Vec<u8>> = [
+        key4([192, 168, 1, 1], [10, 1, 1, 1], 5000, 80, 6),
+        key4([1, 1, 1, 1], [11, 1, 1, 1], 5000, 2000, 17),
+        key4([1, 1, 1, 1], [11, 1, 1, 1], 5000, 1023, 17),
+    ]
+    .iter()
+    .map(frame)
+    .collect();
+    pkts.extend(malformed());
+    for imp in ["IMPL fast", "IMPL fast, CACHE 0", "IMPL reference"] {
+        for burst in [1, 4, 64] {
+            let cfg = format!("{RULES}, OFFSET 14, BAD_OUTPUT 3, {imp}");
+            let (r, counts) = run_tcam_burst(&cfg, 4, &pkts, &format!("bad{burst}"), burst);
+            assert_eq!(counts, ["1", "0", "1", "9"], "{imp} burst {burst}");
+            assert_eq!(read(&r, "t.bad"), "9", "{imp} burst {burst}");
+            assert_eq!(read(&r, "t.misses"), "1", "{imp} burst {burst}");
+            assert_eq!(read(&r, "t.lookups"), "12", "{imp} burst {burst}");
+            // Without BAD_OUTPUT they are dropped, still counted.
+            let cfg = format!("{RULES}, OFFSET 14, {imp}");
+            let (r, counts) = run_tcam_burst(&cfg, 4, &pkts, &format!("drop{burst}"), burst);
+            assert_eq!(counts, ["1", "0", "1", "0"], "{imp} burst {burst}");
+            assert_eq!(read(&r, "t.bad"), "9");
+            assert_eq!(read(&r, "t.misses"), "1");
+        }
+        // Only bad packets, and BAD_OUTPUT an output rules use too.
+        let cfg = format!("{RULES}, OFFSET 14, BAD_OUTPUT 0, {imp}");
+        let (r, counts) = run_tcam(&cfg, 4, &malformed(), "allbad");
+        assert_eq!(counts, ["9", "0", "0", "0"], "{imp}");
+        assert_eq!(read(&r, "t.bad"), "9");
+        assert_eq!(read(&r, "t.misses"), "0");
+    }
+    let e = build(
+        "Idle -> t :: HashTCAM(1 0, BAD_OUTPUT 1) -> Discard;",
+        RouterOptions::default(),
+    )
+    .err()
+    .expect("BAD_OUTPUT 1 of 1 output must fail");
+    assert!(e.contains("BAD_OUTPUT: output 1 out of range"), "{e}");
+}
+
 #[test]
 fn rules_insert_and_delete_handlers() {
     let r = build(
@@ -492,6 +560,7 @@ proptest! {
         keys in prop::collection::vec(key_strategy(), 1..40),
         junk in prop::collection::vec(prop::collection::vec(any::<u8>(), 0..40), 0..4),
         cache in prop_oneof![Just(""), Just(", CACHE 0"), Just(", CACHE 8")],
+        bad_out in prop::option::of(0usize..3),
     ) {
         let mut cfg: Vec<String> = Vec::new();
         for r in rules {
@@ -499,9 +568,18 @@ proptest! {
                 cfg.push(r);
             }
         }
-        let cfg = cfg.join(", ");
+        let mut cfg = cfg.join(", ");
+        if let Some(b) = bad_out {
+            cfg.push_str(&format!(", BAD_OUTPUT {b}"));
+        }
         // Every key twice, so that the cache answers the second time.
-        let pkts: Vec<Vec<u8>> = keys.iter().chain(&keys).map(frame).chain(junk).collect();
+        let pkts: Vec<Vec<u8>> = keys
+            .iter()
+            .chain(&keys)
+            .map(frame)
+            .chain(junk)
+            .chain(malformed())
+            .collect();
         let (rf, cf) = run_tcam_burst(&format!("{cfg}, OFFSET 14{cache}"), 3, &pkts, "pf", 5);
         let (rr, cr) = run_tcam(&format!("{cfg}, OFFSET 14, IMPL reference"), 3, &pkts, "pr");
         prop_assert_eq!(cf, cr);

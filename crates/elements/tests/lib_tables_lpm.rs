@@ -152,6 +152,101 @@ fn packets_follow_the_longest_prefix_in_both_families() {
     assert_eq!(read(&r, "rt.count6"), "3");
 }
 
+/// Run `LPM(config)` with `n` outputs on raw IP `pkts`, `burst` packets a
+/// batch; the packet count of every output, and the router.
+fn count_lpm(
+    config: &str,
+    n: usize,
+    pkts: &[Vec<u8>],
+    name: &str,
+    burst: usize,
+) -> (Router, Vec<String>) {
+    let d = tmpdir(name);
+    let inp = d.join("in.pcap");
+    write_pcap(&inp, pkts);
+    let mut text = format!(
+        "FromDump({}, STOP true, BURST {burst}) -> rt :: LPM({config});\n",
+        inp.display()
+    );
+    for k in 0..n {
+        text.push_str(&format!("rt[{k}] -> c{k} :: Counter -> Discard;\n"));
+    }
+    let r = run(&text, RouterOptions::default());
+    let _ = std::fs::remove_dir_all(&d);
+    let counts = (0..n).map(|k| read(&r, &format!("c{k}.count"))).collect();
+    (r, counts)
+}
+
+/// Malformed packets: empty, one byte, IPv4 truncated, IPv4 with a header
+/// length (IHL) of 4 and of 0 words, version 5, IPv6 truncated, garbage.
+fn malformed() -> Vec<Vec<u8>> {
+    let mut ihl4 = ip4([10, 0, 0, 1]);
+    ihl4[0] = 0x44;
+    let mut ihl0 = ip4([10, 0, 0, 1]);
+    ihl0[0] = 0x40;
+    let mut v5 = ip4([10, 0, 0, 1]);
+    v5[0] = 0x55;
+    let mut short6 = ip6(v6("2001:db8::1"));
+    short6.truncate(39);
+    vec![
+        vec![],
+        vec![0x45],
+        ip4([10, 0, 0, 1])[..19].to_vec(),
+        ihl4,
+        ihl0,
+        v5,
+        short6,
+        vec![0xff; 64],
+    ]
+}
+
+#[test]
+fn bad_packets_leave_on_bad_output() {
+    // Good packets first (10/8 -> 0, 2001:db8::/32 -> 1, one without a
+    // route), then the malformed ones, which leave on output 2.
+    let mut pkts = vec![
+        ip4([10, 0, 0, 1]),
+        ip6(v6("2001:db8::1")),
+        ip4([11, 0, 0, 1]),
+    ];
+    pkts.extend(malformed());
+    let routes = "10.0.0.0/8 0, 2001:db8::/32 1, HEADER true";
+    for imp in ["fast", "reference"] {
+        for burst in [1, 4, 64] {
+            let cfg = format!("{routes}, BAD_OUTPUT 2, IMPL {imp}");
+            let (r, counts) = count_lpm(&cfg, 3, &pkts, &format!("bad-{imp}-{burst}"), burst);
+            assert_eq!(counts, ["1", "1", "8"], "{imp} burst {burst}");
+            assert_eq!(read(&r, "rt.bad"), "8", "{imp} burst {burst}");
+            assert_eq!(read(&r, "rt.no_route"), "1", "{imp} burst {burst}");
+            assert_eq!(read(&r, "rt.lookups"), "11", "{imp} burst {burst}");
+            // Without BAD_OUTPUT they are dropped, still counted.
+            let cfg = format!("{routes}, IMPL {imp}");
+            let (r, counts) = count_lpm(&cfg, 3, &pkts, &format!("drop-{imp}-{burst}"), burst);
+            assert_eq!(counts, ["1", "1", "0"], "{imp} burst {burst}");
+            assert_eq!(read(&r, "rt.bad"), "8");
+            assert_eq!(read(&r, "rt.no_route"), "1");
+        }
+        // A batch of bad packets only goes out whole; BAD_OUTPUT may be an
+        // output routes use too.
+        let cfg = format!("{routes}, BAD_OUTPUT 0, IMPL {imp}");
+        let (r, counts) = count_lpm(&cfg, 2, &malformed(), &format!("allbad-{imp}"), 64);
+        assert_eq!(counts, ["8", "0"], "{imp}");
+        assert_eq!(read(&r, "rt.bad"), "8");
+        assert_eq!(read(&r, "rt.no_route"), "0");
+    }
+}
+
+#[test]
+fn bad_output_must_be_an_output() {
+    let e = build(
+        "Idle -> rt :: LPM(10.0.0.0/8 0, BAD_OUTPUT 2) -> Discard; rt[1] -> Discard;",
+        RouterOptions::default(),
+    )
+    .err()
+    .expect("BAD_OUTPUT 2 of 2 outputs must fail");
+    assert!(e.contains("BAD_OUTPUT: output 2 out of range"), "{e}");
+}
+
 #[test]
 fn dst_ip_annotation_is_the_default_source() {
     // Without HEADER the DST_IP annotation is looked up, as in Click's
@@ -468,14 +563,19 @@ proptest! {
         extra in prop::collection::vec(any::<u128>(), 0..8),
         junk in prop::collection::vec(prop::collection::vec(any::<u8>(), 0..48), 0..6),
         mode in 0..4u8,
+        bad_out in prop::option::of(0usize..4),
     ) {
         let cfg: Vec<String> = routes.iter().map(|r| r.unparse(false)).collect();
         let mut cfg = cfg.join(", ");
+        if let Some(b) = bad_out {
+            cfg.push_str(&format!(", BAD_OUTPUT {b}"));
+        }
         let mut pkts: Vec<Vec<u8>> = probes(&routes, &extra)
             .into_iter()
             .map(|(v6, a)| if v6 { ip6(a) } else { ip4((a as u32).to_be_bytes()) })
             .collect();
         pkts.extend(junk);
+        pkts.extend(malformed());
         // Where the header is found: the network header at the data's
         // start (FromDump on raw IP), 14 bytes in (Unstrip), before the
         // data (Strip: every packet bad), or no network header and

@@ -5,7 +5,8 @@
 //! `HashTCAM([RULE1, RULE2, ..., KEYWORDS])`
 //!
 //! # Ports
-//! One push input; one or more push outputs (as many as the rules use).
+//! One push input; one or more push outputs (as many as the rules use,
+//! and `BAD_OUTPUT` if given).
 //!
 //! # Arguments
 //! - Rules: `PRIORITY OUTPUT [FIELD VALUE]...`. Fields left out match
@@ -22,8 +23,11 @@
 //! - `OFFSET` (integer): where the IP header starts in the data of packets
 //!   whose network header annotation is unset; the element then sets the
 //!   network and transport header annotations there (as `MarkIPHeader`),
-//!   IPv4 or IPv6 by the version field, and reads the 5-tuple. Without it
-//!   such packets are bad.
+//!   IPv4 or IPv6 by the version field, and reads the 5-tuple; a packet
+//!   shorter than the fixed header (20 bytes for IPv4, 40 for IPv6), of
+//!   another version, or IPv4 with a header
+//!   length field (IHL) under five words is bad. Without `OFFSET`, packets
+//!   whose network header annotation is unset are bad.
 //! - `CACHE` (integer, default 16384): lines of the exact-match decision
 //!   cache in front of the tables (rounded up to a power of two; 64 bytes
 //!   each, so 1 MiB by default); 0 turns it off. It never changes a result
@@ -31,13 +35,16 @@
 //! - `IMPL` (`fast` or `reference`, default `fast`): `reference` scans every
 //!   rule in order (ranges checked as ranges), with the same results, and
 //!   has no cache.
+//! - `BAD_OUTPUT` (integer): the output on which bad packets (see below)
+//!   leave instead of being dropped; they are still counted in `bad`. It
+//!   must be one of the element's outputs.
 //!
 //! The 5-tuple is read with the flow-key contract (`FlowKey::from_packet`:
 //! network and transport header annotations, `L4_PROTO`); ports are 0
 //! where there is no transport header. A packet leaves on the output of
 //! its best matching rule; packets matching no rule are dropped and counted
-//! (`misses`), packets without a readable IP header are dropped and
-//! counted (`bad`). Click has no such element (its `IPClassifier` compiles
+//! (`misses`), packets without a readable IP header are counted (`bad`)
+//! and dropped, or leave on `BAD_OUTPUT` if it is given. Click has no such element (its `IPClassifier` compiles
 //! a decision tree and cannot change rules at run time).
 //!
 //! # Handlers
@@ -116,35 +123,45 @@
 //! the two header annotations after checking that both fit instead of
 //! reading one back. Nothing is allocated per packet.
 //!
-//! Measured (session 7, `linerate bench elements HashTCAM`, shared two-core
-//! VM): with 8,000 rules over 16 masks and 4,096 flows that recur (all in
-//! the cache after their first packet: 99.8 % hits over 2M packets),
-//! about 29 ns a packet (34.5 Mpps; the goal, 40 Mpps, is not met;
-//! about 310 instructions a packet, key reading and the three passes over
-//! the chunk, instruction-bound: with 256 flows instead of 4,096 it is
-//! only 5 % faster). That figure depends on the traffic: flows must recur
-//! while their lines are still cached (fewer distinct cache keys than
-//! lines, roughly). Without the cache (`CACHE 0`) the same traffic costs
-//! about 210 ns (950 instructions): a packet searches 9.5 of the 16 tables
-//! on average (the benchmark's priority bands overlap, so pruning stops
-//! late, and the 10 % that match no rule search all 16). With 65,536 flows
-//! the default cache hits 6 % and a packet costs about 240 ns, 15 % more
-//! than without it (hash, tag compare and fill on every miss). Inserts
-//! take about 2 us (p99 under 10 us; a table that doubles takes longer).
-//! Session 8 (the IPv4 key read from the header, the SIMD tag compare,
-//! no miss array cleared and nothing scattered for chunks without a miss
-//! or a bad packet) cut the cached row from about 312 to 253 instructions
-//! a packet, base path subtracted (`CACHE 0`: 950 to 910). Session 9
-//! (the counted split, the annotations, the data prefetch): 249 to 232
-//! instructions and about 81 to 69 cycles a packet; `linerate bench
-//! elements HashTCAM` 43-46 Mpps on the cached row (goal met). Session
-//! 10: the tag loop's exit depended on every tag it read and the list of
-//! keys still searched on every key's rank: 14.7 branch misses a packet
-//! on the uncached row. With the eight tags compared at once and the list
-//! built without a branch, 2.4: 646 -> 370 cycles a packet (`perf stat`,
-//! base subtracted; 932 -> 1177 instructions), the cached row unchanged;
-//! the key masked by a table's mask only where a tag matches: 1107
-//! instructions.
+//! ClickNP's optimisations: struct of arrays: each mask table's 32-bit tags
+//! apart from its 64-byte slots, the cache's tag arrays apart from its
+//! lines, and a chunk's keys, hashes and ranks in arrays. SIMD for the tag
+//! compares: a table's eight tags from the home slot and a cache bucket's
+//! eight tags at once with SSE2, and where the CPU has AVX-512 a search
+//! compiled for it (mask-register compares, the live key list built by
+//! compress); the hash is CRC-32C (SSE4.2). Each stage prefetches ahead of
+//! the next: the cache buckets' tags, then the matching line; for each
+//! table, the tags of every key still searched before any is probed; the
+//! packet data four packets ahead. No separate slow path: the exact-match
+//! cache is the fast path and the tuple-space search of its misses,
+//! gathered per chunk, runs in the same batch on the same core; rule
+//! updates are handler calls between batches that touch one table an entry.
+//!
+//! Measured (`linerate bench elements HashTCAM`, a two-vCPU AMD EPYC Zen 4
+//! guest, docs/performance.md), 8,000 rules over 16 masks: with 4,096 flows
+//! that recur (99.8 % cache hits over 2M packets) 15.6-15.9 ns a packet,
+//! 63-64 Mpps, so the 40 Mpps is met where flows recur. It is not
+//! met without them: with `CACHE 0` the same traffic costs about 70 ns
+//! (14.2 Mpps), and 65,536 flows through the default cache (25.8 % hits,
+//! the thrash guard above) about 91 ns (11 Mpps). Why, from the profiles: a
+//! packet searches 9.5 of the 16 tables on average (the benchmark's
+//! priority bands overlap, so pruning stops late, and the 10 % that match
+//! no rule search all 16), and the 25 ns a packet the goal allows is under
+//! 2.5 ns a probe, each probe a hash, a tag line read and a compare (about
+//! 1,100 instructions a packet uncached, against about 230 cached). Inserts
+//! (the benchmark's 8,000 rules one by one, thread CPU time): mean 1.4 us,
+//! p99 4.8 us, max 45 us (goal 10 us). The slowest are those that double a
+//! mask table (256 entries rehashed into 1,024 slots: 5.5-7.2 us with the
+//! memory warm, more where the new array's pages are first touched). The
+//! max was 0.7-1.2 ms while the rule index was a `HashMap`: the insert that
+//! doubled it rehashed every rule (0.4-1.6 ms at 3,584 and 7,168 rules);
+//! the index and each table's owner lists (whose doublings took 20-50 us)
+//! are B-trees now, no insert rehashes them. History, in short: session 8
+//! read IPv4 keys from the header and compared tags with SSE2, session 9
+//! added the counted split and the data prefetch (cached row 312 to 232
+//! instructions a packet), session 10 made the tag loop and the list of
+//! keys still searched branch-free (uncached row 14.7 to 2.4 branch misses
+//! a packet, 646 to 370 cycles), session 12 the AVX-512 version.
 
 use super::cuckoocore::flow_key;
 use crate::hint::prefetch;
@@ -155,7 +172,6 @@ use linerate_runtime::flow::{
 use linerate_runtime::{Batch, ConfigureCtx, Ctx, Element, ElementClass, HandlerSpec, Packet};
 use std::any::Any;
 use std::collections::BTreeMap;
-use std::collections::HashMap;
 use std::net::Ipv6Addr;
 
 /// The `HashTCAM` element class.
@@ -168,7 +184,7 @@ pub const CLASS: ElementClass = ElementClass {
 };
 
 /// A port field: value/mask or an inclusive range.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum PortSpec {
     /// `port & mask == value`.
     Mask(u16, u16),
@@ -219,7 +235,7 @@ impl PortSpec {
 }
 
 /// An address field: IPv4-mapped or IPv6 value and mask over 128 bits.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct AddrSpec {
     /// Address bits (IPv4 as `::ffff:a.b.c.d`), host bits cleared.
     pub value: u128,
@@ -270,7 +286,7 @@ impl AddrSpec {
 }
 
 /// One rule.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Rule {
     /// Priority (higher wins).
     pub prio: u32,
@@ -491,7 +507,9 @@ struct MaskTable {
     tags: Vec<u32>,
     slots: Vec<Slot>,
     len: usize,
-    owners: HashMap<Words, Vec<(u64, u32)>>,
+    /// Ordered, not hashed: a `HashMap` here rehashed all its keys when it
+    /// doubled, 20-50 us for one insert in a table of 500 entries.
+    owners: BTreeMap<Words, Vec<(u64, u32)>>,
 }
 
 #[inline(always)]
@@ -593,7 +611,7 @@ impl MaskTable {
             tags: vec![0; 16],
             slots: vec![Slot::default(); 16],
             len: 0,
-            owners: HashMap::new(),
+            owners: BTreeMap::new(),
         }
     }
 
@@ -756,8 +774,12 @@ impl MaskTable {
 pub struct Tcam {
     /// Rules by insertion sequence number.
     rules: BTreeMap<u32, Rule>,
-    /// Sequence number of each rule.
-    index: HashMap<Rule, u32>,
+    /// Sequence number of each rule. Ordered, not hashed, so that no insert
+    /// pays for rehashing every rule: a `HashMap` took 0.4-1.6 ms for the
+    /// insert that doubled it from 3,584 or 7,168 rules (hashing each
+    /// 80-byte rule again and faulting in the new array); a B-tree insert
+    /// splits at most one node a level.
+    index: BTreeMap<Rule, u32>,
     seq: u32,
     reference: bool,
     tables: Vec<MaskTable>,
@@ -1254,6 +1276,8 @@ pub const DEFAULT_CACHE: usize = 16384;
 pub struct HashTcam {
     tcam: Tcam,
     noutputs: usize,
+    /// The output of bad packets: `BAD_OUTPUT`, else `noutputs` (dropped).
+    bad_out: u32,
     offset: Option<usize>,
     lookups: u64,
     misses: u64,
@@ -1301,7 +1325,8 @@ impl HashTcam {
             return false;
         };
         let hl = match d.first().map(|b| b >> 4) {
-            Some(4) => usize::from(d[0] & 15) * 4,
+            // An IPv4 header length (IHL) under five words is malformed.
+            Some(4) if d[0] & 15 >= 5 => usize::from(d[0] & 15) * 4,
             Some(6) => 40,
             _ => return false,
         };
@@ -1375,6 +1400,7 @@ fn make(ctx: &ConfigureCtx<'_>) -> Result<Box<dyn Element>, Vec<String>> {
     let file: Option<String> = a.read("FILE");
     let imp: String = a.read_or("IMPL", "fast".to_string());
     let cache: usize = a.read_or("CACHE", DEFAULT_CACHE);
+    let bad_output: Option<usize> = a.read("BAD_OUTPUT");
     let rules = a.read_rest();
     let reference = match imp.to_ascii_lowercase().as_str() {
         "fast" => false,
@@ -1384,10 +1410,17 @@ fn make(ctx: &ConfigureCtx<'_>) -> Result<Box<dyn Element>, Vec<String>> {
             false
         }
     };
+    if let Some(b) = bad_output.filter(|&b| b >= ctx.noutputs()) {
+        a.error(format!(
+            "BAD_OUTPUT: output {b} out of range (the element has {} outputs)",
+            ctx.noutputs()
+        ));
+    }
     a.complete().map_err(|e| e.0)?;
     let mut e = HashTcam {
         tcam: Tcam::with_cache(reference, cache),
         noutputs: ctx.noutputs(),
+        bad_out: bad_output.unwrap_or(ctx.noutputs()) as u32,
         offset,
         lookups: 0,
         misses: 0,
@@ -1434,11 +1467,13 @@ impl Element for HashTcam {
         // Per packet its output, or `noutputs` for a drop (no rule, no
         // key): `outs[noutputs]` collects the drops, so the split below
         // moves every packet the same way, and they are released together.
+        // Every packet starts on the bad packets' output (`BAD_OUTPUT`, else
+        // the drop), which every keyed packet's lookup overwrites.
         let drop = self.noutputs as u32;
         let (mut bad, mut misses) = (0, 0);
         self.lookups += batch.len() as u64;
         self.out.clear();
-        self.out.resize(batch.len(), drop);
+        self.out.resize(batch.len(), self.bad_out);
         if self.tcam.reference {
             self.flow.clear();
             let mut pos = Vec::new();
@@ -1452,7 +1487,10 @@ impl Element for HashTcam {
             for (k, i) in self.flow.iter().zip(pos) {
                 match self.tcam.lookup_reference(k) {
                     Some(r) => self.out[i] = r.0.port,
-                    None => misses += 1,
+                    None => {
+                        self.out[i] = drop;
+                        misses += 1;
+                    }
                 }
             }
         } else {
@@ -1539,7 +1577,13 @@ impl Element for HashTcam {
     }
 
     fn drops(&self) -> Vec<(&'static str, u64)> {
-        vec![("no match", self.misses), ("bad header", self.bad)]
+        // With `BAD_OUTPUT` the bad packets leave on it: not drops.
+        let bad = if self.bad_out as usize == self.noutputs {
+            self.bad
+        } else {
+            0
+        };
+        vec![("no match", self.misses), ("bad header", bad)]
     }
 
     fn as_any(&self) -> &dyn Any {
@@ -1551,6 +1595,7 @@ impl Element for HashTcam {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+    use std::collections::HashMap;
 
     /// A mask table's lookups equal a map's through growth and deletions,
     /// at the load where runs of eight and more occupied slots (the tag

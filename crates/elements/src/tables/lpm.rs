@@ -5,7 +5,8 @@
 //! `LPM([ROUTE1, ROUTE2, ..., KEYWORDS])`
 //!
 //! # Ports
-//! One push input; one or more push outputs (as many as the routes use).
+//! One push input; one or more push outputs (as many as the routes use,
+//! and `BAD_OUTPUT` if given).
 //!
 //! # Arguments
 //! - Routes, in Click's routing-table syntax (as `RadixIPLookup`):
@@ -26,14 +27,19 @@
 //! - `IMPL` (`fast` or `reference`, default `fast`): `reference` uses a
 //!   binary trie (one address bit per level) for both families, with the
 //!   same results.
+//! - `BAD_OUTPUT` (integer): the output on which bad packets (see below)
+//!   leave, annotations unchanged, instead of being dropped; they are
+//!   still counted in `bad`. It must be one of the element's outputs.
 //!
 //! Each packet's destination is looked up with longest-prefix match. If
 //! the route has a gateway, the destination annotation (`DST_IP`, or
 //! `DST_IP6` for IPv6) is set to it; with `HEADER` and no gateway it is set
 //! to the header's destination address. The packet leaves on the route's
 //! output. Packets without a route are dropped and counted (`no_route`);
-//! with `HEADER`, packets whose IP header is missing, truncated or of
-//! another version are dropped and counted (`bad`). Nothing is reported on
+//! with `HEADER`, packets whose IP header is missing, truncated (under 20
+//! bytes for IPv4, 40 for IPv6), of another version, or IPv4 with a header
+//! length field (IHL) under five words are counted (`bad`) and dropped, or leave on
+//! `BAD_OUTPUT` if it is given. Nothing is reported on
 //! standard error. Click's closest elements are `RadixIPLookup` (IPv4) and
 //! `LookupIP6Route` (IPv6); LPM handles both in one table.
 //!
@@ -87,8 +93,11 @@
 //! output, and writes the annotation unconditionally: the gateway, else
 //! the destination (which, with `DST_IP` as the source, is the value it
 //! had; a packet without a route is dropped, so its annotation does not
-//! matter). The listed packets (IPv6, bad) follow in a pass of their own;
-//! a group with no IPv4 packet skips the second pass. Session 10
+//! matter). The listed packets (IPv6, bad) follow in a pass of their own,
+//! which puts back on each bad packet the `DST_IP` annotation the first
+//! pass read (the second wrote over it), so that on `BAD_OUTPUT` it leaves
+//! as it came; a group with no IPv4 packet skips the second pass.
+//! Session 10
 //! (`perf stat`, the bench's frames, 1,024 destinations): the element from
 //! 115 to 88 instructions a packet for IPv4 (the single pass reading
 //! destinations into a family array, a separate lookup call, and a third
@@ -132,16 +141,35 @@
 //! while traffic flows. Nothing is allocated per packet (scratch arrays are
 //! reused batch to batch).
 //!
+//! ClickNP's optimisations: struct of arrays for a group's state: 64
+//! packets' destinations, outputs and the list of non-IPv4 packets in
+//! arrays on the stack, and next hops interned as small ids (port and
+//! gateway in a flat array; prefix lengths, needed only by updates, in
+//! arrays of their own). SIMD is not used: a lookup is one indexed load
+//! (two for a long IPv4 prefix) or a walk of dependent node reads with
+//! POPCNT, and there is nothing to compare in parallel; the time goes to
+//! memory. The lookups prefetch in batches: the extraction pass prefetches
+//! every IPv4 packet's first-level entry and the next pass resolves them,
+//! and the IPv6 walk advances all packets one level a round, prefetching
+//! each packet's next node. No slow path: every lookup completes in the
+//! batch (the tables have no misses to defer); route updates are handler
+//! calls between batches that rewrite the entries a prefix covers (IPv4) or
+//! rebuild one first-level slot's subtrie (IPv6).
+//!
 //! Performance against the goals (150 Mpps IPv4 with 1M prefixes,
-//! 30 Mpps IPv6 with 200K), measured on a shared two-core VM: not met
-//! there (see docs/performance.md). Profiles: with 65,536 random
-//! destinations the IPv4 time sits on the prefetches themselves, which
+//! 30 Mpps IPv6 with 200K; `linerate bench elements LPM`, a two-vCPU AMD
+//! EPYC Zen 4 guest, see docs/performance.md): IPv6 is met, 32-36 Mpps
+//! with 65,536 destinations and about 50 Mpps with 1,024; IPv4 is met
+//! with 1,024 destinations (142-158 Mpps, at the goal) and not with
+//! 65,536 (69.5-91.8 Mpps). Why, from the profiles: with 65,536 random
+//! destinations every IPv4 lookup misses beyond the L2 in the 64 MiB
+//! first level, and the time sits on the prefetches themselves, which
 //! stall once the core's outstanding misses are used up (the lookup is
 //! bound by memory-level parallelism; 2 MiB pages took about a quarter
-//! off this row by removing the TLB misses); the cache-resident row is
-//! bound by the element's 88 instructions a packet (the two passes about
-//! 47, the split and the extra output batches about 32, the rest per
-//! batch). Session 12 measured two changes to IPv4 and kept neither
+//! off this row by removing the TLB misses); on top of that the element
+//! runs about 90 instructions a packet (the two passes about 47, the
+//! split and the extra output batches about 32, the rest per batch), all
+//! that bounds the cache-resident row. Session 12 measured two changes to IPv4 and kept neither
 //! (docs/performance.md): reading the first level through run-length
 //! compressed nodes (64 entries of a /18 in a 32- or 64-byte node found
 //! by population count, 8 or 16 MiB instead of 64) was slower on both
@@ -294,6 +322,8 @@ pub struct Lpm {
     fib4: Box<dyn Fib4>,
     fib6: Box<dyn Fib6>,
     noutputs: usize,
+    /// The output of bad packets: `BAD_OUTPUT`, else `noutputs` (dropped).
+    bad_out: u32,
     header: bool,
     offset: Option<usize>,
     lookups: u64,
@@ -338,6 +368,7 @@ impl Lpm {
             fib4,
             fib6,
             noutputs,
+            bad_out: noutputs as u32,
             header: false,
             offset: None,
             lookups: 0,
@@ -566,7 +597,9 @@ fn dst4(p: &Packet, def: usize) -> Option<u32> {
         def
     };
     let ip = p.data().get(off..off.wrapping_add(20))?;
-    (ip[0] >> 4 == 4).then(|| u32::from_be_bytes([ip[16], ip[17], ip[18], ip[19]]))
+    // Version 4 and a header length (IHL) of at least five words: the
+    // first byte 0x45 to 0x4f, one compare.
+    (ip[0].wrapping_sub(0x45) < 11).then(|| u32::from_be_bytes([ip[16], ip[17], ip[18], ip[19]]))
 }
 
 /// The destination of `p`'s IPv6 header, if it has one (`HEADER`).
@@ -587,7 +620,9 @@ fn destination(header: bool, offset: Option<usize>, p: &Packet) -> Dest {
         return Dest::Bad;
     };
     match ip.first().map(|b| b >> 4) {
-        Some(4) if ip.len() >= 20 => Dest::V4(u32::from_be_bytes([ip[16], ip[17], ip[18], ip[19]])),
+        Some(4) if ip.len() >= 20 && ip[0] & 15 >= 5 => {
+            Dest::V4(u32::from_be_bytes([ip[16], ip[17], ip[18], ip[19]]))
+        }
         Some(6) if ip.len() >= 40 => {
             let mut b = [0u8; 16];
             b.copy_from_slice(&ip[24..40]);
@@ -603,6 +638,7 @@ fn make(ctx: &ConfigureCtx<'_>) -> Result<Box<dyn Element>, Vec<String>> {
     let header = a.read_or("HEADER", false);
     let offset: Option<usize> = a.read("OFFSET");
     let imp: String = a.read_or("IMPL", "fast".to_string());
+    let bad_output: Option<usize> = a.read("BAD_OUTPUT");
     let routes = a.read_rest();
     let reference = match imp.to_ascii_lowercase().as_str() {
         "fast" => false,
@@ -612,8 +648,17 @@ fn make(ctx: &ConfigureCtx<'_>) -> Result<Box<dyn Element>, Vec<String>> {
             false
         }
     };
+    if let Some(b) = bad_output.filter(|&b| b >= ctx.noutputs()) {
+        a.error(format!(
+            "BAD_OUTPUT: output {b} out of range (the element has {} outputs)",
+            ctx.noutputs()
+        ));
+    }
     a.complete().map_err(|e| e.0)?;
     let mut e = Lpm::new(ctx.noutputs(), reference);
+    if let Some(b) = bad_output {
+        e.bad_out = b as u32;
+    }
     e.header = header;
     e.offset = offset;
     e.configure(&routes, file.as_deref())?;
@@ -651,8 +696,10 @@ impl Lpm {
         let mut rest = [0u8; GROUP];
         let mut nr = 0;
         if self.header {
-            // Packets that are not IPv4 look up 0.0.0.0 here, and get
-            // their output and annotation from `route_rest`.
+            // Packets that are not IPv4 look up their `DST_IP` annotation
+            // here, kept in `a4` so that `route_rest` can put it back on
+            // the bad ones, and get their output and annotation from
+            // `route_rest`.
             for ((i, p), a4) in group.iter().enumerate().zip(&mut a4) {
                 match dst4(p, def) {
                     Some(a) => {
@@ -660,6 +707,7 @@ impl Lpm {
                         *a4 = a;
                     }
                     None => {
+                        *a4 = u32::from(p.anno().dst_ip());
                         rest[nr % GROUP] = i as u8;
                         nr += 1;
                     }
@@ -677,7 +725,7 @@ impl Lpm {
         // without a route is dropped, so its annotation does not matter.
         let drop_fwd = self.noutputs as u64;
         if nr == group.len() {
-            return self.route_rest(group, out, &rest[..nr]);
+            return self.route_rest(group, out, &rest[..nr], &a4);
         }
         for ((p, o), &a) in group.iter_mut().zip(out.iter_mut()).zip(&a4) {
             let f = self.fwd4.get(t4.get(a) as usize).copied();
@@ -690,14 +738,21 @@ impl Lpm {
         if nr == 0 {
             return 0;
         }
-        self.route_rest(group, out, &rest[..nr])
+        self.route_rest(group, out, &rest[..nr], &a4)
     }
 
     /// The packets `rest` of `group` that had no IPv4 header: IPv6 ones
-    /// through the IPv6 table (a batched walk), the others dropped as bad
-    /// (counted in the result).
+    /// through the IPv6 table (a batched walk), the others bad (counted in
+    /// the result; to `BAD_OUTPUT`, else dropped), their `DST_IP`
+    /// annotation put back from `a4` (as `group4` found it).
     #[inline(never)]
-    fn route_rest(&self, group: &mut [Packet], out: &mut [u32], rest: &[u8]) -> u64 {
+    fn route_rest(
+        &self,
+        group: &mut [Packet],
+        out: &mut [u32],
+        rest: &[u8],
+        a4: &[u32; GROUP],
+    ) -> u64 {
         let drop_out = self.noutputs as u32;
         let mut a6 = [0u128; GROUP];
         let mut i6 = [0u8; GROUP];
@@ -706,7 +761,7 @@ impl Lpm {
         // path in the loops (none is out of range).
         for &i in rest {
             let k = usize::from(i);
-            let (Some(p), Some(o)) = (group.get(k), out.get_mut(k)) else {
+            let (Some(p), Some(o)) = (group.get_mut(k), out.get_mut(k)) else {
                 continue;
             };
             match dst6(p, self.offset) {
@@ -716,7 +771,9 @@ impl Lpm {
                     n6 += 1;
                 }
                 None => {
-                    *o = drop_out;
+                    *o = self.bad_out;
+                    let orig = a4.get(k).copied().unwrap_or(0);
+                    p.anno_mut().set_dst_ip(Ipv4Addr::from(orig));
                     bad += 1;
                 }
             }
@@ -753,6 +810,7 @@ impl Lpm {
                 Dest::V4(a) => IpAddr::V4(Ipv4Addr::from(a)),
                 Dest::V6(a) => IpAddr::V6(Ipv6Addr::from(a)),
                 Dest::Bad => {
+                    *o = self.bad_out;
                     bad += 1;
                     continue;
                 }
@@ -797,7 +855,8 @@ impl Element for Lpm {
         // The split: the whole batch when every packet takes one output,
         // else `Batch::split_into` (counted first) onto the outputs'
         // batches and the dropped ones', which is released at once (the
-        // dropped packets that were not bad had no route).
+        // dropped packets that were not bad had no route; with
+        // `BAD_OUTPUT` the bad ones left on that output instead).
         let first = self.out.first().copied().unwrap_or(drop_out);
         if first != drop_out && self.out.iter().all(|&o| o == first) {
             ctx.push(first as usize, batch);
@@ -805,7 +864,8 @@ impl Element for Lpm {
         }
         batch.split_into(&self.out, &mut self.outs);
         let dropped = std::mem::take(&mut self.outs[self.noutputs]);
-        self.no_route += dropped.len() as u64 - bad;
+        let bad_dropped = if self.bad_out == drop_out { bad } else { 0 };
+        self.no_route += dropped.len() as u64 - bad_dropped;
         drop(dropped);
         for (i, b) in self.outs[..self.noutputs].iter_mut().enumerate() {
             if !b.is_empty() {
@@ -856,7 +916,13 @@ impl Element for Lpm {
     }
 
     fn drops(&self) -> Vec<(&'static str, u64)> {
-        vec![("no route", self.no_route), ("bad header", self.bad)]
+        // With `BAD_OUTPUT` the bad packets leave on it: not drops.
+        let bad = if self.bad_out as usize == self.noutputs {
+            self.bad
+        } else {
+            0
+        };
+        vec![("no route", self.no_route), ("bad header", bad)]
     }
 
     fn as_any(&self) -> &dyn Any {

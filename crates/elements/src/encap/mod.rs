@@ -794,41 +794,44 @@ impl Decap {
         })
     }
 
-    /// The outer headers checked with fixed offsets.
+    /// The outer headers checked with fixed offsets, for `tunnel` (a
+    /// constant in each of [`process`](Self::process)'s loops). Each header
+    /// is taken as a fixed-size array after one length check, so its
+    /// fields are read without a bounds test each.
     #[inline(always)]
-    fn find_fast(&self, d: &[u8]) -> Result<Found, u8> {
+    fn find_fast(&self, d: &[u8], tunnel: Tunnel) -> Result<Found, u8> {
         let n = d.len();
-        if n < 14 {
+        let Some(eth) = d.first_chunk::<14>() else {
             return Err(DEC_TRUNCATED);
-        }
-        let (l4, end, proto) = match be16(d, 12) {
+        };
+        let (l4, end, proto) = match u16::from_be_bytes([eth[12], eth[13]]) {
             0x0800 => {
-                if n < 34 {
+                let Some(ip) = d.get(14..34).and_then(|s| s.first_chunk::<20>()) else {
                     return Err(DEC_TRUNCATED);
-                }
-                let hl = usize::from(d[14] & 15) * 4;
-                let total = usize::from(be16(d, 16));
-                if d[14] >> 4 != 4 || hl < 20 || total < hl || 14 + total > n {
+                };
+                let hl = usize::from(ip[0] & 15) * 4;
+                let total = usize::from(u16::from_be_bytes([ip[2], ip[3]]));
+                if ip[0] >> 4 != 4 || hl < 20 || total < hl || 14 + total > n {
                     return Err(DEC_BAD_IP);
                 }
-                if be16(d, 20) & 0x3fff != 0 {
+                if u16::from_be_bytes([ip[6], ip[7]]) & 0x3fff != 0 {
                     return Err(DEC_BAD_IP);
                 }
-                (14 + hl, 14 + total, d[23])
+                (14 + hl, 14 + total, ip[9])
             }
             0x86dd => {
-                if n < 54 {
+                let Some(ip) = d.get(14..54).and_then(|s| s.first_chunk::<40>()) else {
                     return Err(DEC_TRUNCATED);
-                }
-                let end = 54 + usize::from(be16(d, 18));
-                if d[14] >> 4 != 6 || end > n {
+                };
+                let end = 54 + usize::from(u16::from_be_bytes([ip[4], ip[5]]));
+                if ip[0] >> 4 != 6 || end > n {
                     return Err(DEC_BAD_IP);
                 }
-                (54, end, d[20])
+                (54, end, ip[6])
             }
             _ => return Err(DEC_NOT_IP),
         };
-        let (start, end, id) = match self.tunnel {
+        let (start, end, id) = match tunnel {
             Tunnel::Nvgre => {
                 if proto != 47 {
                     return Err(DEC_NOT_TUNNEL);
@@ -836,10 +839,13 @@ impl Decap {
                 if l4 + 8 > end {
                     return Err(DEC_TRUNCATED);
                 }
-                if be32(d, l4) != 0x2000_6558 {
+                let Some(g) = d.get(l4..).and_then(|s| s.first_chunk::<8>()) else {
+                    return Err(DEC_TRUNCATED);
+                };
+                if be32(g, 0) != 0x2000_6558 {
                     return Err(DEC_BAD_HEADER);
                 }
-                (l4 + 8, end, be32(d, l4 + 4) >> 8)
+                (l4 + 8, end, be32(g, 4) >> 8)
             }
             Tunnel::Vxlan | Tunnel::Gtpu => {
                 if proto != 17 {
@@ -848,20 +854,23 @@ impl Decap {
                 if l4 + 16 > end {
                     return Err(DEC_TRUNCATED);
                 }
-                if be16(d, l4 + 2) != self.dport {
+                let Some(u) = d.get(l4..).and_then(|s| s.first_chunk::<16>()) else {
+                    return Err(DEC_TRUNCATED);
+                };
+                if be16(u, 2) != self.dport {
                     return Err(DEC_NOT_TUNNEL);
                 }
-                let ulen = usize::from(be16(d, l4 + 4));
+                let ulen = usize::from(be16(u, 4));
                 if ulen < 16 || l4 + ulen > end {
                     return Err(DEC_BAD_HEADER);
                 }
                 let t = l4 + 8;
                 let uend = l4 + ulen;
-                if self.tunnel == Tunnel::Vxlan {
-                    if d[t] & vxlan::FLAG_I == 0 {
+                if tunnel == Tunnel::Vxlan {
+                    if u[8] & vxlan::FLAG_I == 0 {
                         return Err(DEC_BAD_HEADER);
                     }
-                    (t + 8, uend, be32(d, t + 4) >> 8)
+                    (t + 8, uend, be32(u, 12) >> 8)
                 } else {
                     let g = gtpu::Packet::new_unchecked(&d[t..uend]);
                     if g.check_len().is_err() || g.version() != 1 || !g.protocol_type() {
@@ -989,10 +998,10 @@ impl Decap {
     /// annotations. GTP-U keeps an Ethernet header: the outer addresses
     /// with the inner IP version's EtherType.
     #[inline(always)]
-    fn strip(&self, p: &mut Packet, f: Found) {
+    fn strip(&self, p: &mut Packet, f: Found, tunnel: Tunnel) {
         let n = p.len();
         p.take(n - f.end);
-        if self.tunnel == Tunnel::Gtpu {
+        if tunnel == Tunnel::Gtpu {
             let v6 = p.data()[f.start] >> 4 == 6;
             let d = p.data_mut();
             let mut eth = [0u8; 14];
@@ -1013,20 +1022,37 @@ impl Decap {
         }
     }
 
+    /// One packet, the fast way, for `tunnel` (a constant where inlined).
+    #[inline(always)]
+    fn decap_fast(&self, p: &mut Packet, tunnel: Tunnel) -> Result<(), u8> {
+        let f = self.find_fast(p.data(), tunnel)?;
+        self.strip(p, f, tunnel);
+        Ok(())
+    }
+
     /// Decapsulates every packet of `batch`; returns the inner packets and
     /// the rejected ones (unchanged).
     pub(crate) fn process(&mut self, mut batch: Batch) -> (Batch, Option<Batch>) {
         let mut counts = std::mem::replace(&mut self.counts, Counts::new(DECAP_REASONS));
-        let fast = self.fast;
-        let bad = run_batch(&mut batch, &mut counts, |p| {
-            let f = if fast {
-                self.find_fast(p.data())?
-            } else {
-                self.find_reference(p.data())?
-            };
-            self.strip(p, f);
-            Ok(())
-        });
+        // One loop per tunnel for the fast path (the tunnel a constant in
+        // it) and one for the reference: no per-packet test of either.
+        let this = &*self;
+        let bad = match (self.fast, self.tunnel) {
+            (true, Tunnel::Vxlan) => run_batch(&mut batch, &mut counts, |p| {
+                this.decap_fast(p, Tunnel::Vxlan)
+            }),
+            (true, Tunnel::Nvgre) => run_batch(&mut batch, &mut counts, |p| {
+                this.decap_fast(p, Tunnel::Nvgre)
+            }),
+            (true, Tunnel::Gtpu) => run_batch(&mut batch, &mut counts, |p| {
+                this.decap_fast(p, Tunnel::Gtpu)
+            }),
+            (false, t) => run_batch(&mut batch, &mut counts, |p| {
+                let f = this.find_reference(p.data())?;
+                this.strip(p, f, t);
+                Ok(())
+            }),
+        };
         self.counts = counts;
         (batch, bad)
     }

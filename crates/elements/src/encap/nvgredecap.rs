@@ -53,6 +53,27 @@
 //! Nothing is allocated or copied (GTP-U rewrites the 14 bytes of Ethernet
 //! header in front of the user packet). `IMPL reference` checks the same
 //! rules with `linerate_wire`'s checked views and `Repr::parse`.
+//!
+//! Each tunnel has its own loop (the tunnel a constant in it, `IMPL` tested
+//! once a batch) and each header is read as a fixed-size array after one
+//! length check. An earlier form tested `IMPL` and the tunnel at
+//! every packet, read the UDP and VXLAN fields byte by byte at run-time
+//! offsets, each byte with its own bounds test, and was slower than the
+//! reference: 8.7 against 7.1 ns a packet on `VXLANDecap`'s bench row, now
+//! 5.8 (`linerate bench elements --runs 5`, alternated).
+//!
+//! ClickNP's optimisations: struct of arrays — not for the packets, which
+//! are checked and stripped where they lie; the one per-packet fact the
+//! loop keeps, rejected or not, is a bit in a bitmap (256 bits on the stack
+//! for the usual batches), apart from the packets. SIMD — not used: each
+//! packet needs a few dependent loads and compares at offsets that depend
+//! on the IP header length, and the strip is pointer arithmetic, so there
+//! is no run of equal-width data to vectorise. prefetch — not used: only
+//! the outer headers of each packet are read, in batch order, and nothing
+//! is looked up in a table. slow path — none is needed: every packet, good
+//! or bad, takes the same loop (one per tunnel, the tunnel a constant in
+//! it); a rejected packet is only marked, and the batch is split once after
+//! the loop, only when a packet was rejected.
 
 use super::{Decap, Tunnel, DECAP_HANDLERS};
 use linerate_runtime::{Batch, ConfigureCtx, Element, ElementClass};

@@ -39,3 +39,53 @@ fn every_element_documents_its_interface() {
         );
     }
 }
+
+/// The ClickNP optimisation forms the element library's issue asks each
+/// of these elements to account for, in its documentation's
+/// `# Implementation` section.
+const CLICKNP_CLASSES: &[&str] = &[
+    "L4Parser",
+    "IPChecksum",
+    "NVGREEncap",
+    "NVGREDecap",
+    "VXLANEncap",
+    "VXLANDecap",
+    "GTPUEncap",
+    "GTPUDecap",
+    "Extractor",
+    "AESCTR",
+    "HMACSHA1",
+    "HMACSHA256",
+    "AESCMAC",
+    "ReorderBuffer",
+    "CuckooHash",
+    "HashTCAM",
+    "LPM",
+    "FlowCache",
+    "SRPrioQueue",
+    "RateLimiter",
+    "RSS",
+];
+
+#[test]
+fn clicknp_elements_say_which_optimisations_they_use() {
+    let reg = linerate_elements::registry();
+    let mut missing = Vec::new();
+    for &name in CLICKNP_CLASSES {
+        let Some(c) = reg.classes().find(|c| c.name == name) else {
+            missing.push(format!("{name}: no such class"));
+            continue;
+        };
+        let Some(at) = c.doc.find("ClickNP's optimisations:") else {
+            missing.push(format!("{name}: no \"ClickNP's optimisations:\" paragraph"));
+            continue;
+        };
+        let rest = &c.doc[at..];
+        for form in ["struct of arrays", "SIMD", "prefetch", "slow path"] {
+            if !rest.contains(form) {
+                missing.push(format!("{name}: the paragraph does not cover '{form}'"));
+            }
+        }
+    }
+    assert!(missing.is_empty(), "{}", missing.join("\n"));
+}

@@ -208,18 +208,28 @@ fn timeout_skips_a_gap_on_simulated_time() {
 proptest! {
     #![proptest_config(ProptestConfig { cases: 32, ..ProptestConfig::default() })]
 
+    /// Also with a nonzero `TIMEOUT` (`timeout_ms` 0 is `TIMEOUT 0`): the
+    /// packets come 0 to 3 ms apart on simulated time, so some gaps
+    /// outlive the timeout and others do not.
     #[test]
     fn fast_equals_reference(
         input in prop::collection::vec(0u32..80, 1..150),
+        gaps in prop::collection::vec(prop::sample::select(vec![0u64, 0, 0, 1, 3]), 150),
         window in 1u32..40,
         start in prop::option::of(0u32..10),
         burst in 1usize..70,
+        timeout_ms in prop::sample::select(vec![0u64, 0, 1, 2, 5]),
     ) {
         let start = start.map(|s| format!(", START {s}")).unwrap_or_default();
         let mut res = Vec::new();
         for imp in ["fast", "reference"] {
-            let opts = RouterOptions { default_burst: burst, ..RouterOptions::default() };
-            let (r, out, rej) = reorder(&input, &[], &format!("{window}{start}, TIMEOUT 0, IMPL {imp}"), opts);
+            let opts = RouterOptions {
+                simtime: Some(1_000_000_000),
+                default_burst: burst,
+                ..RouterOptions::default()
+            };
+            let args = format!("{window}{start}, TIMEOUT {timeout_ms}ms, IMPL {imp}");
+            let (r, out, rej) = reorder(&input, &gaps[..input.len()], &args, opts);
             res.push((out, rej, handlers(&r)));
         }
         prop_assert_eq!(&res[0], &res[1]);

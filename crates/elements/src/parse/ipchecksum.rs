@@ -84,6 +84,18 @@
 //! 64 bytes, 697 / 725 → 667 / 696 at 1500. The rest of the 64-byte cost
 //! is locating the headers, the pseudo-header and the batch split. `set`
 //! mode also copies shared (zero-copy) packets before writing.
+//!
+//! ClickNP's optimisations: struct of arrays — not used: each packet is
+//! checked or fixed where it lies; the only per-packet side data is the
+//! stack bitmap of bad packets. SIMD — used: the one's-complement sum takes
+//! 64 bytes a step with AVX2 (detected at run time) into four vectors of
+//! 32-bit lanes, and elsewhere a portable loop of 32-byte steps that LLVM
+//! compiles to SIMD widening adds. prefetch — not used: the sum reads each
+//! packet's bytes in order, a stream the hardware prefetcher follows, and
+//! nothing is looked up in a table. slow path — no separate one: a packet
+//! without a network header annotation has its headers located by
+//! `l4::locate` inline in the same loop, and bad packets are only marked
+//! and split off once after it.
 
 use crate::ip::util::partition;
 use linerate_runtime::anno::offsets;

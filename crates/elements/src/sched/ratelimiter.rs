@@ -112,6 +112,20 @@
 //! `IMPL reference` refills and tests each packet's bucket one packet at a
 //! time with 128-bit arithmetic and builds the two output batches packet
 //! by packet.
+//!
+//! ClickNP's optimisations: struct of arrays — deliberately not: a class's
+//! deficit, last refill time and counts form one 32-byte record, because a
+//! packet reads and writes all of them, so it touches one half cache line
+//! rather than one line per field array; only the indices of excess packets
+//! go to an array of their own. SIMD — not used: a packet's verdict depends
+//! on its bucket's state after the class's previous packet, a serial
+//! dependence, and a single bucket with a packet rate already takes the
+//! batch's conforming count at once. prefetch — tried and not used:
+//! prefetching the bucket 8 packets ahead was slower (1046 against 1030 ms,
+//! above). slow path — the conforming packets are the fast path: the loop
+//! writes down only the excess packets, a batch whose conforming packets
+//! lead it is cut once (`split_front`) and any other split once in order,
+//! so no conforming packet waits on excess handling.
 
 use super::{anno_get, parse_anno, read_impl, Impl};
 use linerate_runtime::anno::AnnoInfo;

@@ -7,21 +7,13 @@
 
 mod common;
 
-use common::{build, run};
+use common::{build, read, run_outputs};
 use linerate_elements::tables::hashtcam::{Rule, Tcam};
 use linerate_io::pcap::{LinkType, PcapWriter};
 use linerate_runtime::flow::{map_v4, FlowKey};
 use linerate_runtime::{Router, RouterOptions};
 use proptest::prelude::*;
 use std::path::{Path, PathBuf};
-
-fn read(r: &Router, h: &str) -> String {
-    let v = r
-        .handle()
-        .call(h, None)
-        .unwrap_or_else(|e| panic!("{h}: {e}"));
-    v.strip_suffix('\n').unwrap_or(&v).to_string()
-}
 
 fn write(r: &Router, h: &str, v: &str) -> Result<String, String> {
     r.handle().call(h, Some(v))
@@ -100,17 +92,13 @@ fn run_tcam_burst(
     let d = tmpdir(name);
     let inp = d.join("in.pcap");
     write_pcap(&inp, pkts);
-    let mut text = format!(
-        "FromDump({}, STOP true, BURST {burst}) -> t :: HashTCAM({config});\n",
+    let head = format!(
+        "FromDump({}, STOP true, BURST {burst}) -> t :: HashTCAM({config})",
         inp.display()
     );
-    for k in 0..n {
-        text.push_str(&format!("t[{k}] -> c{k} :: Counter -> Discard;\n"));
-    }
-    let r = run(&text, RouterOptions::default());
+    let out = run_outputs(&head, "t", n);
     let _ = std::fs::remove_dir_all(&d);
-    let counts = (0..n).map(|k| read(&r, &format!("c{k}.count"))).collect();
-    (r, counts)
+    out
 }
 
 const RULES: &str = "100 0 dst 10.0.0.0/8 dport 80 proto 6, \

@@ -6,21 +6,13 @@
 
 mod common;
 
-use common::{build, run};
+use common::{build, read, run, run_outputs};
 use linerate_elements::tables::lpm::{Lpm, Route};
 use linerate_io::pcap::{LinkType, PcapReader, PcapWriter};
 use linerate_runtime::{Router, RouterOptions};
 use proptest::prelude::*;
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
-
-fn read(r: &Router, h: &str) -> String {
-    let v = r
-        .handle()
-        .call(h, None)
-        .unwrap_or_else(|e| panic!("{h}: {e}"));
-    v.strip_suffix('\n').unwrap_or(&v).to_string()
-}
 
 fn write(r: &Router, h: &str, v: &str) -> Result<String, String> {
     r.handle().call(h, Some(v))
@@ -164,17 +156,13 @@ fn count_lpm(
     let d = tmpdir(name);
     let inp = d.join("in.pcap");
     write_pcap(&inp, pkts);
-    let mut text = format!(
-        "FromDump({}, STOP true, BURST {burst}) -> rt :: LPM({config});\n",
+    let head = format!(
+        "FromDump({}, STOP true, BURST {burst}) -> rt :: LPM({config})",
         inp.display()
     );
-    for k in 0..n {
-        text.push_str(&format!("rt[{k}] -> c{k} :: Counter -> Discard;\n"));
-    }
-    let r = run(&text, RouterOptions::default());
+    let out = run_outputs(&head, "rt", n);
     let _ = std::fs::remove_dir_all(&d);
-    let counts = (0..n).map(|k| read(&r, &format!("c{k}.count"))).collect();
-    (r, counts)
+    out
 }
 
 /// Malformed packets: empty, one byte, IPv4 truncated, IPv4 with a header

@@ -28,3 +28,25 @@ pub fn run(text: &str, opts: RouterOptions) -> Router {
     r.run();
     r
 }
+
+/// Run `head` (a configuration ending in an element declared as `name`),
+/// each of `name`'s `n` outputs into a `Counter` then `Discard`; the
+/// router and the packet count of every output.
+pub fn run_outputs(head: &str, name: &str, n: usize) -> (Router, Vec<String>) {
+    let mut text = format!("{head};\n");
+    for k in 0..n {
+        text.push_str(&format!("{name}[{k}] -> c{k} :: Counter -> Discard;\n"));
+    }
+    let r = run(&text, RouterOptions::default());
+    let counts = (0..n).map(|k| read(&r, &format!("c{k}.count"))).collect();
+    (r, counts)
+}
+
+/// Read handler `h` (`element.handler`) of `r`, without the final newline.
+pub fn read(r: &Router, h: &str) -> String {
+    let v = r
+        .handle()
+        .call(h, None)
+        .unwrap_or_else(|e| panic!("{h}: {e}"));
+    v.strip_suffix('\n').unwrap_or(&v).to_string()
+}

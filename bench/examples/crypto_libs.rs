@@ -128,23 +128,21 @@ fn main() {
     );
     let msgs: Vec<&[u8]> = (0..16).map(|_| &msg[..]).collect();
     let mut out = vec![[0u8; 32]; 16];
+    // `$h.$f::<$l>` over the 16 messages, `$l` of them in lockstep.
     macro_rules! lanes {
-        ($l:literal) => {
+        ($h:ident, $f:ident, $lib:literal, $what:literal, $($l:literal),+) => {$(
             let ns = time(|| {
-                h1.mac_sha1_lanes::<$l>(black_box(&msgs), &mut out);
+                $h.$f::<$l>(black_box(&msgs), &mut out);
             }) / 16.0;
             row(
-                concat!("RustCrypto sha1 + linerate SHA-NI x", $l, " lockstep"),
-                "HMAC-SHA1 1500 B",
+                concat!("RustCrypto ", $lib, " + linerate SHA-NI x", $l, " lockstep"),
+                $what,
                 ns,
                 LEN,
             );
-        };
+        )+};
     }
-    lanes!(1);
-    lanes!(2);
-    lanes!(3);
-    lanes!(4);
+    lanes!(h1, mac_sha1_lanes, "sha1", "HMAC-SHA1 1500 B", 1, 2, 3, 4);
     let ns = time(|| {
         h1.mac_sha1_batch(black_box(&msgs), &mut out);
     }) / 16.0;
@@ -176,23 +174,16 @@ fn main() {
         ns,
         LEN,
     );
-    macro_rules! lanes256 {
-        ($l:literal) => {
-            let ns = time(|| {
-                h2.mac_sha256_lanes::<$l>(black_box(&msgs), &mut out);
-            }) / 16.0;
-            row(
-                concat!("RustCrypto sha2 + linerate SHA-NI x", $l, " lockstep"),
-                "HMAC-SHA256 1500 B",
-                ns,
-                LEN,
-            );
-        };
-    }
-    lanes256!(1);
-    lanes256!(2);
-    lanes256!(3);
-    lanes256!(4);
+    lanes!(
+        h2,
+        mac_sha256_lanes,
+        "sha2",
+        "HMAC-SHA256 1500 B",
+        1,
+        2,
+        3,
+        4
+    );
     let ns = time(|| {
         h2.mac_sha256_batch(black_box(&msgs), &mut out);
     }) / 16.0;

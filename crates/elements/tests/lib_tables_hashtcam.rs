@@ -9,11 +9,11 @@ mod common;
 
 use common::{build, read, run_outputs};
 use linerate_elements::tables::hashtcam::{Rule, Tcam};
-use linerate_io::pcap::{LinkType, PcapWriter};
+use linerate_io::pcap::LinkType;
 use linerate_runtime::flow::{map_v4, FlowKey};
 use linerate_runtime::{Router, RouterOptions};
 use proptest::prelude::*;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 fn write(r: &Router, h: &str, v: &str) -> Result<String, String> {
     r.handle().call(h, Some(v))
@@ -23,15 +23,6 @@ fn tmpdir(name: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("linerate-tcam-{}-{name}", std::process::id()));
     std::fs::create_dir_all(&d).unwrap();
     d
-}
-
-fn write_pcap(path: &Path, pkts: &[Vec<u8>]) {
-    let mut w = PcapWriter::create(path, LinkType::ETHERNET, 0, false).unwrap();
-    for (i, p) in pkts.iter().enumerate() {
-        w.write(1_000_000_000 * (i as u64 + 1), p.len() as u32, p)
-            .unwrap();
-    }
-    w.flush().unwrap();
 }
 
 /// An Ethernet frame with an IPv4 or IPv6 header and a TCP/UDP port pair.
@@ -89,16 +80,8 @@ fn run_tcam_burst(
     name: &str,
     burst: usize,
 ) -> (Router, Vec<String>) {
-    let d = tmpdir(name);
-    let inp = d.join("in.pcap");
-    write_pcap(&inp, pkts);
-    let head = format!(
-        "FromDump({}, STOP true, BURST {burst}) -> t :: HashTCAM({config})",
-        inp.display()
-    );
-    let out = run_outputs(&head, "t", n);
-    let _ = std::fs::remove_dir_all(&d);
-    out
+    let decl = format!("t :: HashTCAM({config})");
+    run_outputs(LinkType::ETHERNET, pkts, burst, &decl, n, name)
 }
 
 const RULES: &str = "100 0 dst 10.0.0.0/8 dport 80 proto 6, \

@@ -153,16 +153,8 @@ fn count_lpm(
     name: &str,
     burst: usize,
 ) -> (Router, Vec<String>) {
-    let d = tmpdir(name);
-    let inp = d.join("in.pcap");
-    write_pcap(&inp, pkts);
-    let head = format!(
-        "FromDump({}, STOP true, BURST {burst}) -> rt :: LPM({config})",
-        inp.display()
-    );
-    let out = run_outputs(&head, "rt", n);
-    let _ = std::fs::remove_dir_all(&d);
-    out
+    let decl = format!("rt :: LPM({config})");
+    run_outputs(LinkType::RAW_DLT12, pkts, burst, &decl, n, name)
 }
 
 /// Malformed packets: empty, one byte, IPv4 truncated, IPv4 with a header

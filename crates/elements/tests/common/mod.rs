@@ -2,6 +2,7 @@
 //! element registry, build a router, run it.
 #![allow(dead_code)] // each test binary uses its own subset
 
+use linerate_io::pcap::{LinkType, PcapWriter};
 use linerate_lang::{parse_str, Config, ParseOptions};
 use linerate_runtime::{Registry, Router, RouterOptions};
 
@@ -29,15 +30,38 @@ pub fn run(text: &str, opts: RouterOptions) -> Router {
     r
 }
 
-/// Run `head` (a configuration ending in an element declared as `name`),
-/// each of `name`'s `n` outputs into a `Counter` then `Discard`; the
-/// router and the packet count of every output.
-pub fn run_outputs(head: &str, name: &str, n: usize) -> (Router, Vec<String>) {
-    let mut text = format!("{head};\n");
+/// Write `pkts` (link type `link`) to a pcap file in a fresh temporary
+/// directory `name`, run `FromDump(file, STOP true, BURST burst) -> decl`
+/// (`decl` declares an element as `e :: CLASS(...)`), each of `e`'s `n`
+/// outputs into a `Counter` then `Discard`; the router and the packet
+/// count of every output.
+pub fn run_outputs(
+    link: LinkType,
+    pkts: &[Vec<u8>],
+    burst: usize,
+    decl: &str,
+    n: usize,
+    name: &str,
+) -> (Router, Vec<String>) {
+    let d = std::env::temp_dir().join(format!("linerate-out-{}-{name}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    let inp = d.join("in.pcap");
+    let mut w = PcapWriter::create(&inp, link, 0, false).unwrap();
+    for (i, p) in pkts.iter().enumerate() {
+        w.write(1_000_000_000 * (i as u64 + 1), p.len() as u32, p)
+            .unwrap();
+    }
+    w.flush().unwrap();
+    let e = decl.split("::").next().unwrap_or(decl).trim();
+    let mut text = format!(
+        "FromDump({}, STOP true, BURST {burst}) -> {decl};\n",
+        inp.display()
+    );
     for k in 0..n {
-        text.push_str(&format!("{name}[{k}] -> c{k} :: Counter -> Discard;\n"));
+        text.push_str(&format!("{e}[{k}] -> c{k} :: Counter -> Discard;\n"));
     }
     let r = run(&text, RouterOptions::default());
+    let _ = std::fs::remove_dir_all(&d);
     let counts = (0..n).map(|k| read(&r, &format!("c{k}.count"))).collect();
     (r, counts)
 }

@@ -384,6 +384,13 @@ fn annotated(frames: &[Vec<u8>], r: &mut Rng) -> Batch {
             for b in a.user.iter_mut() {
                 *b = r.byte();
             }
+            // The capture's cut: none, a few bytes, or anything.
+            let extra = match r.below(3) {
+                0 => 0,
+                1 => r.below(64) as u32,
+                _ => r.next() as u32,
+            };
+            a.set_u32(offsets::EXTRA_LENGTH, extra);
             if r.below(2) == 0 {
                 p.set_transport_header(3);
             }
@@ -408,8 +415,9 @@ fn same(a: Vec<(Vec<u8>, Anno)>, b: Vec<(Vec<u8>, Anno)>) -> Result<(), TestCase
     Ok(())
 }
 
-const L4_HANDLERS: [&str; 8] = [
+const L4_HANDLERS: [&str; 9] = [
     "count",
+    "cut",
     "drops",
     "truncated",
     "not_ip",
@@ -443,6 +451,105 @@ proptest! {
         }
         for h in L4_HANDLERS {
             prop_assert_eq!(read(&fast, h), read(&reference, h), "{}", h);
+        }
+    }
+}
+
+/// `frames`' first `k` bytes each, with `EXTRA_LENGTH` the bytes left
+/// out: what a capture with that snap length records.
+fn cut_batch(frames: &[Vec<u8>], k: &[usize]) -> Batch {
+    frames
+        .iter()
+        .zip(k)
+        .map(|(f, &k)| {
+            let mut p = Packet::from_slice(&f[..k]);
+            p.anno_mut()
+                .set_u32(offsets::EXTRA_LENGTH, (f.len() - k) as u32);
+            p
+        })
+        .collect()
+}
+
+/// The annotations the parser sets.
+fn parsed_annotations(p: &Packet) -> (u16, u16, u32, u8, u16) {
+    let a = p.anno();
+    (
+        a.network_header,
+        a.transport_header,
+        a.flow_hash,
+        a.u8(offsets::L4_PROTO),
+        a.u16(offsets::VLAN_TCI),
+    )
+}
+
+#[test]
+fn a_frame_cut_by_the_capture_parses_as_it_was_on_the_wire() {
+    // TCP 10.0.0.1:1024 -> 10.0.0.2:80 with 1,000 payload bytes, and the
+    // Q-in-Q IPv6 frame with a Hop-by-Hop header: cut at 54 and 90 bytes.
+    let mut tcp = hexb(
+        "020000000002 020000000001 0800
+         45000414 00014000 4006 0000 0a000001 0a000002
+         04000050 00000001 00000000 50182000 00000000",
+    );
+    tcp.resize(14 + 1044, 0x61);
+    let mut v6 = hexb(QINQ_V6_TCP);
+    v6[26..28].copy_from_slice(&[0x03, 0xf0]); // payload 1,008 bytes
+    v6.resize(22 + 40 + 1008, 0x62);
+    let frames = [tcp.clone(), v6.clone()];
+    for imp in [&[][..], &["IMPL reference"][..]] {
+        let mut e = parser(imp);
+        let (whole, bad) = e.process(batch(&frames));
+        assert!(bad.is_none());
+        let mut e = parser(imp);
+        let (cut, bad) = e.process(cut_batch(&frames, &[54, 90]));
+        assert!(bad.is_none(), "{imp:?}");
+        let a: Vec<_> = whole.iter().map(parsed_annotations).collect();
+        let b: Vec<_> = cut.iter().map(parsed_annotations).collect();
+        assert_eq!(a, b);
+        assert_eq!(
+            (read(&e, "count"), read(&e, "cut")),
+            ("2".into(), "2".into())
+        );
+        // One byte short of the TCP header (TCP needs 20 bytes, flags
+        // included); one byte longer than the wire's length.
+        let (_, bad) = e.process(cut_batch(&frames, &[53, 89]));
+        assert_eq!(bad.map(|b| b.len()), Some(2));
+        assert_eq!(read(&e, "truncated"), "2");
+        let mut p = Packet::from_slice(&tcp[..54]);
+        p.anno_mut()
+            .set_u32(offsets::EXTRA_LENGTH, (tcp.len() - 54 - 1) as u32);
+        let (_, bad) = e.process([p].into_iter().collect());
+        assert_eq!(bad.map(|b| b.len()), Some(1));
+        assert_eq!(read(&e, "bad_length"), "1");
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(200))]
+
+    /// Every frame the parser takes whole, cut anywhere with its
+    /// `EXTRA_LENGTH` set, is parsed with the same annotations or counted
+    /// as truncated (a header it reads was cut), in both implementations.
+    #[test]
+    fn cut_frames_parse_as_whole_or_are_truncated(seed in 1u64.., n in 1usize..80) {
+        let mut r = Rng(seed);
+        let frames: Vec<Vec<u8>> = (0..n).map(|_| random_frame(&mut r)).collect();
+        for imp in [&[][..], &["IMPL reference"][..]] {
+            let (whole, _) = parser(imp).process(batch(&frames));
+            let taken: Vec<Vec<u8>> = whole.iter().map(|p| p.data().to_vec()).collect();
+            let k: Vec<usize> = taken.iter().map(|f| r.below(f.len() as u64 + 1) as usize).collect();
+            let mut e = parser(imp);
+            let (cut, bad) = e.process(cut_batch(&taken, &k));
+            let n_bad = bad.as_ref().map_or(0, |b| b.len());
+            prop_assert_eq!(read(&e, "truncated"), n_bad.to_string());
+            let mut cut = cut.iter();
+            for (p, (f, &k)) in whole.iter().zip(taken.iter().zip(&k)) {
+                let dropped = bad.iter().flat_map(|b| b.iter()).any(|q| q.len() == k && q.data() == &f[..k]);
+                if !dropped {
+                    let c = cut.next().expect("a kept packet");
+                    prop_assert_eq!(parsed_annotations(c), parsed_annotations(p));
+                }
+            }
         }
     }
 }
@@ -654,7 +761,16 @@ fn extractor_records_are_byte_exact() {
     assert_eq!(read(&e, "count"), "2");
 }
 
-const EX_HANDLERS: [&str; 8] = L4_HANDLERS;
+const EX_HANDLERS: [&str; 8] = [
+    "count",
+    "drops",
+    "truncated",
+    "not_ip",
+    "bad_version",
+    "bad_header_length",
+    "bad_length",
+    "bad_extension",
+];
 
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(200))]

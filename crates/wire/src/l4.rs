@@ -41,6 +41,11 @@
 //! - A fragment ([`Fragment`]) is an IPv4 packet with MF set or a non-zero
 //!   offset, or an IPv6 packet with a Fragment header (as
 //!   [`crate::ipv6ext::walk`] reports one).
+//! - [`parse_cut`] parses a frame that a capture cut short by a known
+//!   number of bytes (a snap length): the IP length may run that far past
+//!   the frame, every header read (IP, extension headers, the transport
+//!   header's minimum length) must lie in the frame, or
+//!   [`Reason::Truncated`].
 //! - The flow hash is [`flow_hash`] of the 5-tuple as
 //!   `FlowKey::from_packet` (linerate-runtime) reads it back: ports from
 //!   the transport header (ICMP: type and code as the destination port,
@@ -296,8 +301,8 @@ pub fn locate(frame: &[u8]) -> Result<Located, Reason> {
     let (et, off, tci) = link(frame)?;
     let ip = &frame[off..];
     let found = match et {
-        0x0800 => locate_v4::<false>(ip, off, tci),
-        0x86dd => locate_v6::<false>(ip, off, tci),
+        0x0800 => locate_v4::<false>(ip, off, tci, 0),
+        0x86dd => locate_v6::<false>(ip, off, tci, 0),
         _ => Err(Reason::NotIp),
     };
     found.map(|(l, _)| l)
@@ -474,11 +479,29 @@ const NO_PORTS: u32 = 1 << 16;
 /// path again.
 #[inline(never)]
 pub fn parse_general(frame: &[u8]) -> Result<Parsed, Reason> {
+    parse_any(frame, 0)
+}
+
+/// [`parse`] of a frame that a capture cut `cut` bytes short (its snap
+/// length: a pcap record's original length less its captured length, the
+/// `EXTRA_LENGTH` annotation): the IP length may run up to `cut` bytes past
+/// the frame, as it did on the wire. Every header the parse reads (the IP
+/// header, IPv6 extension headers, the transport header's minimum) must
+/// still lie in the frame: one that the capture cut is
+/// [`Reason::Truncated`]. With `cut` 0 this is [`parse_general`]. Never
+/// panics, never allocates.
+#[inline(never)]
+pub fn parse_cut(frame: &[u8], cut: usize) -> Result<Parsed, Reason> {
+    parse_any(frame, cut)
+}
+
+#[inline(always)]
+fn parse_any(frame: &[u8], cut: usize) -> Result<Parsed, Reason> {
     let (et, off, tci) = link(frame)?;
     let ip = &frame[off..];
     match et {
-        0x0800 => parse_v4(ip, off, tci),
-        0x86dd => parse_v6(ip, off, tci),
+        0x0800 => parse_v4(ip, off, tci, cut),
+        0x86dd => parse_v6(ip, off, tci, cut),
         _ => Err(Reason::NotIp),
     }
 }
@@ -488,12 +511,14 @@ pub fn parse_general(frame: &[u8]) -> Result<Parsed, Reason> {
 /// ([`NO_TRANSPORT`] without one) and the ports word (0 without one). The
 /// ports are read inside the branch that found the header (a second test
 /// on [`Located::transport`] in [`parse`] cost 5-15 instructions a packet,
-/// measured).
+/// measured). `cut`: bytes of the packet a capture did not keep (see
+/// [`parse_cut`]; 0 everywhere else, where it folds away).
 #[inline(always)]
 fn locate_v4<const PORTS: bool>(
     ip: &[u8],
     off: usize,
     tci: u16,
+    cut: usize,
 ) -> Result<(Located, (u16, u32)), Reason> {
     if ip.len() < 20 {
         return Err(Reason::Truncated);
@@ -506,8 +531,9 @@ fn locate_v4<const PORTS: bool>(
         v4_header_len(ip[0], ip.len())?
     };
     let total = usize::from(read_u16(&ip[2..4]));
-    // One comparison for `hl <= total <= ip.len()` (hl <= ip.len() holds).
-    if total.wrapping_sub(hl) > ip.len() - hl {
+    // One comparison for `hl <= total <= ip.len() + cut` (hl <= ip.len()
+    // holds).
+    if total.wrapping_sub(hl) > ip.len() + cut - hl {
         return Err(Reason::BadLength);
     }
     let proto = ip[9];
@@ -525,9 +551,13 @@ fn locate_v4<const PORTS: bool>(
     let entry = L4_MIN[usize::from(proto)];
     let min = usize::from(entry & !ICMP_BIT);
     let (transport, t) = if first && min != 0 && hl + min <= total {
+        let have = total.min(ip.len());
+        if hl + min > have {
+            return Err(Reason::Truncated);
+        }
         let th = off + hl;
         let pw = if PORTS {
-            ports(&ip[hl..total], proto, entry)
+            ports(&ip[hl..have], proto, entry)
         } else {
             0
         };
@@ -548,8 +578,8 @@ fn locate_v4<const PORTS: bool>(
 }
 
 #[inline(always)]
-fn parse_v4(ip: &[u8], off: usize, tci: u16) -> Result<Parsed, Reason> {
-    let (l, (transport, pw)) = locate_v4::<true>(ip, off, tci)?;
+fn parse_v4(ip: &[u8], off: usize, tci: u16, cut: usize) -> Result<Parsed, Reason> {
+    let (l, (transport, pw)) = locate_v4::<true>(ip, off, tci, cut)?;
     let h: &[u8; 20] = ip[..20].try_into().map_err(|_| Reason::Truncated)?;
     Ok(parsed(
         &l,
@@ -589,12 +619,14 @@ fn v4_header_len(b0: u8, len: usize) -> Result<usize, Reason> {
 }
 
 /// [`locate`] of the IPv6 packet `ip` at offset `off` of the frame, and
-/// with `PORTS` the transport offset and ports word as in [`locate_v4`].
+/// with `PORTS` the transport offset and ports word as in [`locate_v4`]
+/// (and `cut` as there).
 #[inline(always)]
 fn locate_v6<const PORTS: bool>(
     ip: &[u8],
     off: usize,
     tci: u16,
+    cut: usize,
 ) -> Result<(Located, (u16, u32)), Reason> {
     if ip.len() < 40 {
         return Err(Reason::Truncated);
@@ -603,20 +635,24 @@ fn locate_v6<const PORTS: bool>(
         return Err(Reason::BadVersion);
     }
     let end = 40 + usize::from(read_u16(&ip[4..6]));
-    if end > ip.len() {
+    if end > ip.len() + cut {
         return Err(Reason::BadLength);
     }
+    let have = end.min(ip.len());
     let (nh, pos, fragment) = if is_ext(ip[6]) {
-        walk_ext(ip, end, ip[6])?
+        walk_ext(ip, end, have, ip[6])?
     } else {
         (ip[6], 40, Fragment::Whole)
     };
     let entry = L4_MIN[usize::from(nh)];
     let min = usize::from(entry & !ICMP_BIT);
     let (transport, t) = if fragment != Fragment::Later && min != 0 && pos + min <= end {
+        if pos + min > have {
+            return Err(Reason::Truncated);
+        }
         let th = off + pos;
         let pw = if PORTS {
-            ports(&ip[pos..end], nh, entry)
+            ports(&ip[pos..have], nh, entry)
         } else {
             0
         };
@@ -637,8 +673,8 @@ fn locate_v6<const PORTS: bool>(
 }
 
 #[inline(always)]
-fn parse_v6(ip: &[u8], off: usize, tci: u16) -> Result<Parsed, Reason> {
-    let (l, (transport, pw)) = locate_v6::<true>(ip, off, tci)?;
+fn parse_v6(ip: &[u8], off: usize, tci: u16, cut: usize) -> Result<Parsed, Reason> {
+    let (l, (transport, pw)) = locate_v6::<true>(ip, off, tci, cut)?;
     let h: &[u8; 40] = ip[..40].try_into().map_err(|_| Reason::Truncated)?;
     let addrs = fold_v6(le64(h, 8), le64(h, 16), le64(h, 24), le64(h, 32));
     // The key's protocol: `FlowKey::from_packet` falls back to the IPv6
@@ -649,18 +685,28 @@ fn parse_v6(ip: &[u8], off: usize, tci: u16) -> Result<Parsed, Reason> {
 }
 
 /// Steps over the extension headers of an IPv6 packet `ip` whose payload
-/// ends at `end`, from next-header `nh` (an extension). Returns the
-/// protocol reached, its offset in `ip`, and whether a Fragment header was
-/// seen (the walk stops after one with a non-zero offset). Out of line:
-/// most packets have no extension header.
+/// ends at `end`, of which the first `have` bytes were captured, from
+/// next-header `nh` (an extension). Returns the protocol reached, its
+/// offset in `ip`, and whether a Fragment header was seen (the walk stops
+/// after one with a non-zero offset). A header that the capture cut is
+/// [`Reason::Truncated`]. Out of line: most packets have no extension
+/// header.
 #[inline(never)]
-fn walk_ext(ip: &[u8], end: usize, mut nh: u8) -> Result<(u8, usize, Fragment), Reason> {
+fn walk_ext(
+    ip: &[u8],
+    end: usize,
+    have: usize,
+    mut nh: u8,
+) -> Result<(u8, usize, Fragment), Reason> {
     let mut pos = 40usize;
     let mut count = 0usize;
     let mut fragment = Fragment::Whole;
     while is_ext(nh) {
         if count == crate::ipv6ext::MAX_HEADERS || (nh == 0 && count != 0) || pos + 8 > end {
             return Err(Reason::BadExtension);
+        }
+        if pos + 8 > have {
+            return Err(Reason::Truncated);
         }
         let len_byte = usize::from(ip[pos + 1]);
         let len = match nh {
@@ -670,6 +716,9 @@ fn walk_ext(ip: &[u8], end: usize, mut nh: u8) -> Result<(u8, usize, Fragment), 
         };
         if pos + len > end {
             return Err(Reason::BadExtension);
+        }
+        if pos + len > have {
+            return Err(Reason::Truncated);
         }
         count += 1;
         let next = ip[pos];
@@ -853,6 +902,57 @@ mod tests {
         f[14] = 0x40;
         assert_eq!(parse(&f), Err(Reason::BadVersion));
         assert_eq!(parse(&f[..53]), Err(Reason::Truncated));
+    }
+
+    #[test]
+    fn cut_ipv4_parses_like_the_whole_frame() {
+        // TCP 10.0.0.1:1024 -> 10.0.0.2:80 with 100 payload bytes, captured
+        // up to the end of the TCP header (a 54-byte snap length).
+        let mut f = eth(0x0800);
+        f.extend_from_slice(&[
+            0x45, 0, 0, 140, 0, 1, 0x40, 0, 64, 6, 0, 0, 10, 0, 0, 1, 10, 0, 0, 2, // IPv4
+            0x04, 0x00, 0x00, 0x50, 0, 0, 0, 1, 0, 0, 0, 0, 0x50, 0x18, 0x20, 0, 0, 0, 0, 0,
+        ]);
+        let mut whole = f.clone();
+        whole.extend_from_slice(&[0xaa; 100]);
+        let want = parse(&whole).unwrap();
+        assert_eq!(parse(&f), Err(Reason::BadLength));
+        assert_eq!(parse_cut(&f, 100), Ok(want));
+        assert_eq!(parse_cut(&f, 1000), Ok(want));
+        // The IP length beyond what the wire carried is still bad.
+        assert_eq!(parse_cut(&f, 99), Err(Reason::BadLength));
+        // A transport header the capture cut cannot give ports.
+        assert_eq!(parse_cut(&f[..50], 104), Err(Reason::Truncated));
+        // ... unless the packet has none to give: a later fragment.
+        let mut g = f[..34].to_vec();
+        g[20] = 0x20;
+        g[21] = 0x10;
+        let p = parse_cut(&g, 120).unwrap();
+        assert_eq!((p.network, p.transport, p.proto), (14, NO_TRANSPORT, 6));
+        // Cut 0 is the general parser.
+        assert_eq!(parse_cut(&v4_udp(), 0), parse_general(&v4_udp()));
+        assert_eq!(parse_cut(&f, 0), parse_general(&f));
+    }
+
+    #[test]
+    fn cut_ipv6_walks_only_captured_headers() {
+        // Destination options (8 bytes) -> UDP 80 -> 8080, 40 payload bytes.
+        let mut pl = vec![17, 0, 1, 4, 0, 0, 0, 0];
+        pl.extend_from_slice(&[0x00, 0x50, 0x1f, 0x90, 0, 48, 0, 0]);
+        pl.extend_from_slice(&[0x55; 40]);
+        let whole = v6(60, &pl);
+        let want = parse(&whole).unwrap();
+        assert_eq!(want.transport, 14 + 40 + 8);
+        let head = &whole[..14 + 40 + 16];
+        assert_eq!(parse(head), Err(Reason::BadLength));
+        assert_eq!(parse_cut(head, 40), Ok(want));
+        assert_eq!(parse_cut(head, 39), Err(Reason::BadLength));
+        // Cut inside the extension header, or inside the UDP header.
+        assert_eq!(parse_cut(&whole[..14 + 44], 52), Err(Reason::Truncated));
+        assert_eq!(parse_cut(&whole[..14 + 52], 44), Err(Reason::Truncated));
+        // A chain that leaves the payload is bad however much was cut.
+        let bad = v6(60, &[6, 1, 0, 0, 0, 0, 0, 0]);
+        assert_eq!(parse_cut(&bad, 100), Err(Reason::BadExtension));
     }
 
     /// `locate`'s fields as `parse` reports them.

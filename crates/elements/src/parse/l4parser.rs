@@ -42,12 +42,25 @@
 //! header beyond the payload, Hop-by-Hop not first, more than 8 headers).
 //! Bytes after the IP length are link padding and accepted.
 //!
+//! Captures cut short by a snap length (`tcpdump -s 96`, and the header
+//! traces CAIDA and MAWI publish) are parsed as the packets they were on
+//! the wire: the IP length may run past the frame by as many bytes as the
+//! capture did not keep (the `EXTRA_LENGTH` annotation, which `FromDump`
+//! sets from each record's original length). Every header the parser reads
+//! (the IP header and options, IPv6 extension headers, the transport
+//! header's first 20 bytes for TCP, 8 for UDP/ICMP/ICMPv6, 12 for SCTP)
+//! must still have been captured, or the packet is `truncated`; an IP
+//! length beyond the original length is still `bad_length`. So a flow
+//! meter counts a cut packet's bytes from its IP length, as softflowd and
+//! nfpcapd do. Packets not cut (`EXTRA_LENGTH` 0) are parsed as before.
+//!
 //! Click has no single element for this; `CheckIPHeader` and
 //! `MarkIPHeader` set the IPv4 header annotations on packets without the
 //! Ethernet header.
 //!
 //! # Handlers
 //! - `count` (read): packets parsed.
+//! - `cut` (read): packets parsed whose IP packet the capture cut short.
 //! - `drops` (read): packets that could not be parsed.
 //! - `truncated`, `not_ip`, `bad_version`, `bad_header_length`,
 //!   `bad_length`, `bad_extension` (read): unparseable packets by reason.
@@ -77,7 +90,10 @@
 //! tags, extension headers, errors, offsets past `NO_HEADER`) are marked in
 //! a bitmap and parsed afterwards by `linerate_wire::l4::parse` (extension
 //! headers stepped over with a bit-set membership test and a branch-free
-//! length rule); only a batch with a bad packet is split (order kept).
+//! length rule); only a batch with a bad packet is split (order kept). A
+//! packet the general parser rejects for its IP length is parsed again
+//! with its `EXTRA_LENGTH` (`l4::parse_cut`), out of line: no cost to the
+//! packets a capture kept whole.
 //! Software prefetching of the next packets' metadata and data was tried
 //! and removed (session 4): the frames of a batch are in L1/L2 already and
 //! the prefetch address arithmetic cost more than it saved. Nothing is
@@ -133,6 +149,8 @@ pub struct L4Parser {
     fast: bool,
     has_out1: bool,
     count: u64,
+    /// Packets parsed whose IP packet a capture cut (see `retry_cut`).
+    cut: u64,
     by_reason: [u64; 6],
 }
 
@@ -142,6 +160,7 @@ fn make(ctx: &ConfigureCtx<'_>) -> Result<Box<dyn Element>, Vec<String>> {
 
 const HANDLERS: &[HandlerSpec] = &[
     HandlerSpec::counter("count"),
+    HandlerSpec::counter("cut"),
     HandlerSpec::counter("drops"),
     HandlerSpec::counter("truncated"),
     HandlerSpec::counter("not_ip"),
@@ -162,8 +181,11 @@ fn l4_min(proto: u8) -> usize {
 }
 
 /// The reference parser: `linerate_wire` views, one check at a time.
-/// Returns (network, transport, proto, tci).
-fn parse_reference(d: &[u8]) -> Result<(usize, Option<usize>, u8, u16), Reason> {
+/// Returns (network, transport, proto, tci, whether the capture cut the IP
+/// packet). `cut`: bytes of the packet a capture did not keep (the
+/// `EXTRA_LENGTH` annotation); the IP length may run that far past the
+/// frame, but every header read must have been captured.
+fn parse_reference(d: &[u8], cut: usize) -> Result<(usize, Option<usize>, u8, u16, bool), Reason> {
     use linerate_wire::prelude::*;
     use linerate_wire::{ipv6ext, Error};
     let eth = EthernetPacket::new_checked(d).map_err(|_| Reason::Truncated)?;
@@ -198,12 +220,20 @@ fn parse_reference(d: &[u8]) -> Result<(usize, Option<usize>, u8, u16), Reason> 
             Err(_) => return Err(Reason::Truncated),
             Ok(()) => {}
         }
-        ip.check_len().map_err(|_| Reason::BadLength)?;
+        let total = usize::from(ip.total_len());
+        let was_cut = match ip.check_len() {
+            Ok(()) => false,
+            Err(Error::Truncated) if total <= rest.len() + cut => true,
+            Err(_) => return Err(Reason::BadLength),
+        };
         let proto = ip.protocol().0;
         let min = l4_min(proto);
-        let th = (ip.frag_offset() == 0 && min != 0 && ip.payload().len() >= min)
-            .then_some(off + ip.header_len());
-        Ok((off, th, proto, tci))
+        let hl = ip.header_len();
+        let th = (ip.frag_offset() == 0 && min != 0 && total - hl >= min).then_some(off + hl);
+        if th.is_some() && rest.len() - hl < min {
+            return Err(Reason::Truncated);
+        }
+        Ok((off, th, proto, tci, was_cut))
     } else if et == EtherType(0x86dd) {
         if rest.len() < 40 {
             return Err(Reason::Truncated);
@@ -212,18 +242,66 @@ fn parse_reference(d: &[u8]) -> Result<(usize, Option<usize>, u8, u16), Reason> 
         if ip.version() != 6 {
             return Err(Reason::BadVersion);
         }
-        ip.check_len().map_err(|_| Reason::BadLength)?;
-        let payload = ip.payload();
-        let chain = ipv6ext::walk(ip.next_header(), payload).map_err(|_| Reason::BadExtension)?;
+        let declared = usize::from(ip.payload_len());
+        let was_cut = match ip.check_len() {
+            Ok(()) => false,
+            Err(_) if 40 + declared <= rest.len() + cut => true,
+            Err(_) => return Err(Reason::BadLength),
+        };
+        let payload = if was_cut { &rest[40..] } else { ip.payload() };
+        let chain = if was_cut {
+            walk_cut(ip.next_header(), payload, declared)?
+        } else {
+            ipv6ext::walk(ip.next_header(), payload).map_err(|_| Reason::BadExtension)?
+        };
         let proto = chain.next_header.0;
         let first = !matches!(chain.fragment, Some(f) if f.offset != 0);
         let min = l4_min(proto);
-        let th = (first && min != 0 && payload.len() - chain.offset >= min)
+        let th = (first && min != 0 && declared - chain.offset >= min)
             .then_some(off + 40 + chain.offset);
-        Ok((off, th, proto, tci))
+        if th.is_some() && payload.len() - chain.offset < min {
+            return Err(Reason::Truncated);
+        }
+        Ok((off, th, proto, tci, was_cut))
     } else {
         Err(Reason::NotIp)
     }
+}
+
+/// `ipv6ext::walk` of the captured part `payload` of an IPv6 payload of
+/// `declared` bytes. A header that leaves the declared payload is
+/// `BadExtension` as in the whole packet; one that only leaves the captured
+/// bytes is `Truncated`.
+fn walk_cut(
+    first: linerate_wire::ip::IpProtocol,
+    payload: &[u8],
+    declared: usize,
+) -> Result<linerate_wire::ipv6ext::Chain, Reason> {
+    use linerate_wire::{ipv6ext, Error};
+    let mut it = ipv6ext::headers(first, payload);
+    while let Some(h) = it.next() {
+        match h {
+            Ok(_) => {}
+            Err(Error::Truncated) => {
+                let o = it.offset();
+                return Err(if o + 8 > declared {
+                    Reason::BadExtension
+                } else if o + 8 > payload.len() {
+                    Reason::Truncated
+                } else {
+                    let h = ipv6ext::Packet::new_unchecked(&payload[o..], it.next_header());
+                    if o + h.header_len() > declared {
+                        Reason::BadExtension
+                    } else {
+                        Reason::Truncated
+                    }
+                });
+            }
+            Err(_) => return Err(Reason::BadExtension),
+        }
+    }
+    // Walked without error: the same walk gives the chain.
+    ipv6ext::walk(first, payload).map_err(|_| Reason::BadExtension)
 }
 
 impl L4Parser {
@@ -236,6 +314,7 @@ impl L4Parser {
             fast,
             has_out1: ctx.noutputs() > 1,
             count: 0,
+            cut: 0,
             by_reason: [0; 6],
         })
     }
@@ -247,15 +326,15 @@ impl L4Parser {
         let bad = if self.fast && batch.len() <= 256 {
             self.run_fast(&mut batch)
         } else {
-            let (fast, by_reason) = (self.fast, &mut self.by_reason);
+            let fast = self.fast;
             partition(&mut batch, |p| {
                 let r = if fast {
-                    annotate_fast(p)
+                    annotate_fast(p).or_else(|r| self.retry_cut(p, r).map(|r| annotate(p, &r)))
                 } else {
-                    annotate_slow(p)
+                    annotate_slow_cut(p, extra_length(p)).map(|c| self.cut += u64::from(c))
                 };
                 if let Err(r) = r {
-                    by_reason[r as usize] += 1;
+                    self.by_reason[r as usize] += 1;
                 }
                 r.is_err()
             })
@@ -304,7 +383,9 @@ impl L4Parser {
                 let i = w * 64 + o.trailing_zeros() as usize;
                 o &= o - 1;
                 let p = &mut pk[i];
-                let parsed = l4::parse_general(p.data()).map(|r| annotate(p, &r));
+                let parsed = l4::parse_general(p.data())
+                    .or_else(|r| self.retry_cut(p, r))
+                    .map(|r| annotate(p, &r));
                 if let Err(r) = parsed {
                     self.by_reason[r as usize] += 1;
                     bits[w] |= 1 << (i & 63);
@@ -321,6 +402,19 @@ impl L4Parser {
             i += 1;
             b
         }))
+    }
+
+    /// A frame the general parser rejected for `BadLength`, parsed again
+    /// as a capture cut it (`EXTRA_LENGTH` bytes short), if one did.
+    #[cold]
+    fn retry_cut(&mut self, p: &Packet, r: Reason) -> Result<Parsed, Reason> {
+        let cut = extra_length(p);
+        if r != Reason::BadLength || cut == 0 {
+            return Err(r);
+        }
+        let parsed = l4::parse_cut(p.data(), cut)?;
+        self.cut += 1;
+        Ok(parsed)
     }
 
     fn drops_total(&self) -> u64 {
@@ -378,7 +472,21 @@ pub(crate) fn annotate_fast(p: &mut Packet) -> Result<(), Reason> {
 
 /// Parses `p` with the reference parser and writes the annotations.
 pub(crate) fn annotate_slow(p: &mut Packet) -> Result<(), Reason> {
-    parse_reference(p.data()).map(|r| annotate_reference(p, r))
+    annotate_slow_cut(p, 0).map(|_| ())
+}
+
+/// [`annotate_slow`] of a packet a capture may have cut `cut` bytes short;
+/// true if it was (see [`parse_reference`]).
+fn annotate_slow_cut(p: &mut Packet, cut: usize) -> Result<bool, Reason> {
+    let (nh, th, proto, tci, was_cut) = parse_reference(p.data(), cut)?;
+    annotate_reference(p, (nh, th, proto, tci));
+    Ok(was_cut)
+}
+
+/// Bytes of the packet a capture did not keep (the `EXTRA_LENGTH`
+/// annotation, which `FromDump` sets).
+fn extra_length(p: &Packet) -> usize {
+    p.anno().u32(offsets::EXTRA_LENGTH) as usize
 }
 
 /// Writes the contract's annotations from the fast parser's result.
@@ -470,6 +578,7 @@ impl Element for L4Parser {
     fn read_handler(&self, name: &str) -> Option<String> {
         match name {
             "count" => Some(self.count.to_string()),
+            "cut" => Some(self.cut.to_string()),
             "drops" => Some(self.drops_total().to_string()),
             _ => super::reason_handler(&self.by_reason, name),
         }

@@ -170,6 +170,8 @@ pub const CLASS: ElementClass = ElementClass {
 
 const TICK_NS: u64 = 1_000_000_000;
 const FLUSH_CHUNK: usize = 256;
+/// How many flows ahead the end-of-run flush prefetches.
+const FLUSH_AHEAD: usize = 16;
 
 /// No slab entry (a [`Fast::probe`] that found no candidate).
 const NO_HINT: u32 = u32::MAX;
@@ -1082,6 +1084,27 @@ impl FlowAggregator {
                     self.flushing = true;
                 }
                 for _ in 0..max {
+                    // Creation order is not slab order (freed entries are
+                    // reused): prefetch the flow FLUSH_AHEAD places on
+                    // (its lines) and the index line of the one half as
+                    // far on (its hash is in the line prefetched before).
+                    let n = f.flush_order.len();
+                    if let Some(&(_, a)) = n.checked_sub(FLUSH_AHEAD + 1).map(|i| &f.flush_order[i])
+                    {
+                        let fa = &f.flows[a as usize];
+                        prefetch(&fa.key);
+                        prefetch(&fa.fwd);
+                        if cfg.biflow {
+                            prefetch(&fa.rev);
+                        }
+                    }
+                    if let Some(&(_, b)) = n
+                        .checked_sub(FLUSH_AHEAD / 2 + 1)
+                        .map(|i| &f.flush_order[i])
+                    {
+                        let h = f.flows[b as usize].hash as usize;
+                        prefetch(f.index.as_ptr().wrapping_add(h & f.mask));
+                    }
                     let Some((_, s)) = f.flush_order.pop() else {
                         break;
                     };

@@ -24,6 +24,12 @@
 //              fewer datagrams than 1400, for a collector with a large
 //              socket buffer; PACE counts datagrams, not bytes)
 //   DOMAIN     observation domain (IPFIX) / source ID (v9)
+//   BURST      packets FromDump reads per batch (1..256): the fast path
+//              sends the aggregator one batch of microflow records per
+//              batch of packets, and 256 packets (about 100 records on an
+//              internet-like trace) keep the aggregator's prefetches in
+//              flight where 64 (about 27) spend much of each batch
+//              starting them: 11 % less time end to end
 //
 // Packets that cannot be parsed (ARP, ...) go to the fast path's second
 // input path and are counted as ignored (ignoredPacketTotalCount in the
@@ -53,9 +59,9 @@
 
 define($INPUT trace.pcap, $COLLECTOR 127.0.0.1:4739, $PROTOCOL ipfix,
        $ACTIVE 300, $IDLE 60, $TCPEND true, $BIFLOW false, $TABLE 1MB,
-       $FASTIDLE 10, $PACE 20000, $MTU 1400, $DOMAIN 1);
+       $FASTIDLE 10, $PACE 20000, $MTU 1400, $DOMAIN 1, $BURST 256);
 
-src :: FromDump($INPUT, STOP true)
+src :: FromDump($INPUT, STOP true, BURST $BURST)
   -> parse :: L4Parser
   -> fast :: MicroflowTable(TABLE $TABLE, IDLE $FASTIDLE, ACTIVE $FASTIDLE, TCPEND $TCPEND)
   -> agg :: FlowAggregator(ACTIVE $ACTIVE, IDLE $IDLE, TCPEND $TCPEND, BIFLOW $BIFLOW)

@@ -427,12 +427,16 @@ impl Config {
 
     /// The record of `f`; a biflow's forward direction is the one whose
     /// first packet came first (its microflows may arrive in either order).
+    /// A one-way flow's reverse line is never read (nor written: see
+    /// [`Fast::insert`]), here either: it would be a cache miss a record.
     fn record(&self, f: &Flow, reason: u8) -> FlowRecord {
         let swap = self.biflow && f.rev.packets > 0 && f.rev.first_ns < f.fwd.first_ns;
         let (key, fwd, rev) = if swap {
             (f.key.reversed(), f.rev, f.fwd)
-        } else {
+        } else if self.biflow {
             (f.key, f.fwd, f.rev)
+        } else {
+            (f.key, f.fwd, Direction::default())
         };
         FlowRecord {
             vlan: f.vlan,
@@ -718,22 +722,33 @@ impl Fast {
         }
     }
 
-    fn insert(&mut self, h: u64, mut f: Flow) -> u32 {
+    /// Put flow `f` (hash `h`) in the table. A one-way flow (`biflow`
+    /// false) is written without its reverse line, which no one-way flow
+    /// reads: a store to a line of the slab not otherwise touched.
+    fn insert(&mut self, h: u64, mut f: Flow, biflow: bool) -> u32 {
         if (self.len + 1) * 2 > self.index.len() {
             self.grow();
         }
         f.hash = h;
         let s = match self.free.pop() {
-            Some(s) => {
-                self.flows[s as usize] = f;
-                s
-            }
+            Some(s) => s,
             None => {
-                self.flows[self.used] = f;
                 self.used += 1;
                 (self.used - 1) as u32
             }
         };
+        let slot = &mut self.flows[s as usize];
+        if biflow {
+            *slot = f;
+        } else {
+            slot.key = f.key;
+            slot.vlan = f.vlan;
+            slot.fin = f.fin;
+            slot.deferred = f.deferred;
+            slot.id = f.id;
+            slot.hash = f.hash;
+            slot.fwd = f.fwd;
+        }
         self.place(entry(h, s));
         self.len += 1;
         s
@@ -807,17 +822,18 @@ impl FlowAggregator {
                         break;
                     }
                     f.heap.pop();
-                    let fl = f.flows[s as usize];
+                    let fl = &f.flows[s as usize];
                     if fl.id != id {
                         continue; // exported already
                     }
-                    let (dl, reason) = cfg.deadline(&fl);
+                    let (dl, reason) = cfg.deadline(fl);
                     if dl > t {
                         f.heap.push(Reverse((dl, id, s)));
                         continue;
                     }
+                    let rec = cfg.record(fl, reason);
                     f.remove(s);
-                    emit(&mut self.stats, out, cfg.record(&fl, reason), reason);
+                    emit(&mut self.stats, out, rec, reason);
                 }
             }
             Table::Reference(r) => {
@@ -856,9 +872,9 @@ impl FlowAggregator {
                     match cfg.gate(fl, m, w) {
                         Gate::Merge(dl) => before = dl,
                         Gate::Split(reason) => {
-                            let fl = *fl;
+                            let rec = cfg.record(fl, reason);
                             f.remove(s);
-                            emit(&mut self.stats, out, cfg.record(&fl, reason), reason);
+                            emit(&mut self.stats, out, rec, reason);
                             found = None;
                         }
                         Gate::Defer(dl) => return self.waiting.push(fl, dl, m, h),
@@ -866,7 +882,7 @@ impl FlowAggregator {
                 }
                 let (s, rev, new) = match found {
                     Some((s, rev)) => (s, rev, false),
-                    None => (f.insert(h, Flow::new(m, vlan, id)), false, true),
+                    None => (f.insert(h, Flow::new(m, vlan, id), cfg.biflow), false, true),
                 };
                 let fl = &mut f.flows[s as usize];
                 // The deadline the heap knows (none for a new flow).
@@ -1108,9 +1124,9 @@ impl FlowAggregator {
                     let Some((_, s)) = f.flush_order.pop() else {
                         break;
                     };
-                    let fl = f.flows[s as usize];
+                    let rec = cfg.record(&f.flows[s as usize], reason);
                     f.remove(s);
-                    emit(&mut self.stats, out, cfg.record(&fl, reason), reason);
+                    emit(&mut self.stats, out, rec, reason);
                 }
                 if f.flush_order.is_empty() {
                     f.heap.clear();

@@ -6,7 +6,11 @@
 //   linerate run nfs/flowmon.click INPUT=trace.pcap COLLECTOR=127.0.0.1:4739
 //
 // Variables (NAME=VALUE on the command line):
-//   INPUT      pcap or pcapng file (read once, at full speed)
+//   INPUT      pcap or pcapng file (read once, at full speed); a header
+//              trace (frames cut to a snap length, their original lengths
+//              kept: tcpdump -s 96, CAIDA, MAWI) gives the records of the
+//              whole packets: L4Parser parses a cut frame as it was on the
+//              wire and bytes are counted from the IP length
 //   COLLECTOR  host:port of the collector (nfcapd, ...)
 //   PROTOCOL   ipfix (RFC 7011, with RFC 5103 biflows) or v9 (RFC 3954)
 //   ACTIVE     active timeout in seconds, 0 = off (packet time for files)

@@ -761,16 +761,10 @@ fn extractor_records_are_byte_exact() {
     assert_eq!(read(&e, "count"), "2");
 }
 
-const EX_HANDLERS: [&str; 8] = [
-    "count",
-    "drops",
-    "truncated",
-    "not_ip",
-    "bad_version",
-    "bad_header_length",
-    "bad_length",
-    "bad_extension",
-];
+/// `Extractor`'s counters: `L4Parser`'s but `cut` (it parses no cut frame).
+fn ex_handlers() -> impl Iterator<Item = &'static str> {
+    L4_HANDLERS.into_iter().filter(|&h| h != "cut")
+}
 
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(200))]
@@ -801,7 +795,7 @@ proptest! {
         }
         same(snapshot(&Some(fg)), snapshot(&Some(rg)))?;
         same(snapshot(&fb), snapshot(&rb))?;
-        for h in EX_HANDLERS {
+        for h in ex_handlers() {
             prop_assert_eq!(read(&fast, h), read(&reference, h), "{}", h);
         }
     }

@@ -751,13 +751,20 @@ impl Fast {
         if biflow {
             *slot = f;
         } else {
-            slot.key = f.key;
-            slot.vlan = f.vlan;
-            slot.fin = f.fin;
-            slot.deferred = f.deferred;
-            slot.id = f.id;
-            slot.hash = f.hash;
-            slot.fwd = f.fwd;
+            // Every field but `rev`, named so that a new field cannot be
+            // left out.
+            let Flow {
+                key,
+                vlan,
+                fin,
+                deferred,
+                id,
+                hash,
+                fwd,
+                rev: _,
+            } = f;
+            (slot.key, slot.vlan, slot.fin, slot.deferred) = (key, vlan, fin, deferred);
+            (slot.id, slot.hash, slot.fwd) = (id, hash, fwd);
         }
         self.place(entry(h, s));
         self.len += 1;

@@ -58,8 +58,10 @@
 //       -> agg :: FlowAggregator(...) -> FlowExport(...);
 //   StaticThreadSched(src 0, uq 1);     // linerate run -j 2 ...
 //
-// (Packets still in a Queue when the run stops stay there, as in Click, so
-// that variant suits live capture, not files; for files use --replicate.)
+// At the end of the run the Unqueue empties the Queue into the aggregator
+// (Click would leave those records in the Queue), so this variant loses
+// nothing either; for files --replicate scales better (each core runs the
+// whole pipeline).
 
 define($INPUT trace.pcap, $COLLECTOR 127.0.0.1:4739, $PROTOCOL ipfix,
        $ACTIVE 300, $IDLE 60, $TCPEND true, $BIFLOW false, $TABLE 1MB,

@@ -12,6 +12,12 @@
 //! - `LIMIT` (integer, default -1): stop after this many packets (-1: never).
 //! - `ACTIVE` (boolean, default true): whether the task runs.
 //!
+//! At the end of a run (after the sources stopped and the threads have
+//! joined) Unqueue moves on what its input still holds, a burst at a time,
+//! within `LIMIT` and only if active: a `Queue` between two threads (a
+//! fast path and its aggregator, say) loses nothing when a run stops.
+//! Click leaves those packets in the Queue.
+//!
 //! # Handlers
 //! - `count` (read): packets moved.
 //! - `reset` (write): set the count to zero.
@@ -92,6 +98,10 @@ impl Element for Unqueue {
             }
             None => false,
         }
+    }
+
+    fn flush(&mut self, ctx: &mut Ctx<'_>) -> bool {
+        self.run_task(ctx)
     }
 
     fn handlers(&self) -> &[HandlerSpec] {

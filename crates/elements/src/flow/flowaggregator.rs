@@ -64,6 +64,8 @@
 //!   (ignoredPacketTotalCount), carried in-band by the microflow records;
 //!   exporters read this handler.
 //! - `packets` (read): packets in the microflows received.
+//! - `bytes` (read): their bytes (IP lengths): what the records exported
+//!   add up to (a collector's octet total).
 //! - `bad` (read): input packets of the wrong length and records without
 //!   the magic.
 //! - `flush` (write): export every flow (forced end) at the next batch or
@@ -485,6 +487,7 @@ impl Config {
 struct Stats {
     microflows: u64,
     packets: u64,
+    bytes: u64,
     flows: u64,
     records: u64,
     by_reason: [u64; 6],
@@ -1263,6 +1266,7 @@ impl Element for FlowAggregator {
             }
             self.stats.microflows += 1;
             self.stats.packets += m.dir.packets;
+            self.stats.bytes += m.dir.bytes;
             let now = self.now_for(m, ctx);
             self.advance(now, &mut out);
             self.add(m, h, hint, &mut out, self.watermark);
@@ -1308,6 +1312,7 @@ impl Element for FlowAggregator {
         const H: &[HandlerSpec] = &[
             HandlerSpec::counter("microflows"),
             HandlerSpec::counter("packets"),
+            HandlerSpec::counter("bytes"),
             HandlerSpec::counter("flows"),
             HandlerSpec::gauge("active"),
             HandlerSpec::counter("records"),
@@ -1327,6 +1332,7 @@ impl Element for FlowAggregator {
         Some(match name {
             "microflows" => s.microflows.to_string(),
             "packets" => s.packets.to_string(),
+            "bytes" => s.bytes.to_string(),
             "flows" => s.flows.to_string(),
             "active" => self.live().to_string(),
             "records" => s.records.to_string(),

@@ -270,6 +270,45 @@ fn sigint_after_the_real_trace_flushes_every_record() {
     assert_eq!(copy, orig, "record headers differ from the trace");
 }
 
+/// SIGINT and SIGTERM while the flow tables hold every flow of the trace
+/// (no STOP, no timeouts): the end-of-run flush exports them all.
+#[test]
+fn a_signal_flushes_every_flow_record() {
+    for sig in [libc::SIGINT, libc::SIGTERM] {
+        let t = TempDir::new("sigflows");
+        let sock = t.join("ctl.sock");
+        let target = sock.to_str().expect("utf-8 path").to_string();
+        let csv = t.join("flows.csv");
+        let conf = format!(
+            "FromDump({TRACE}) -> p :: L4Parser -> mt :: MicroflowTable(TABLE 1MB)
+             -> FlowAggregator(ACTIVE 0, IDLE 0, TCPEND false) -> FlowCSV({}, HEADER false);
+             p[1] -> mt;",
+            csv.display()
+        );
+        let mut child =
+            Running::start(&mut linerate(&["run", "--ctl", &target, "-e", &conf]), None);
+        // Every IP packet metered, every flow still held.
+        wait_for_count(&mut child, &target, "mt.packets", 62_038);
+        child.signal(sig);
+        let o = child.finish(Duration::from_secs(20));
+        o.expect_code(0);
+        let text = std::fs::read_to_string(&csv).expect("flows.csv");
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 11_978, "signal {sig}");
+        // Every record's packets (the tenth column) add up to the trace's.
+        let packets: u64 = lines
+            .iter()
+            .map(|l| {
+                l.split(',')
+                    .nth(9)
+                    .and_then(|v| v.parse::<u64>().ok())
+                    .expect("packets")
+            })
+            .sum();
+        assert_eq!(packets, 62_038, "signal {sig}");
+    }
+}
+
 #[test]
 fn http_serves_metrics_and_handler_json() {
     let port = free_port();

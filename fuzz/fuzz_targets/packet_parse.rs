@@ -1,11 +1,42 @@
 //! Packet parsers on arbitrary bytes: the L4 parser behind L4Parser and the
 //! flow meters (and its headers-only `locate`, which must agree with it),
 //! the tunnel headers, SCION (common/address header, paths, SCMP) and the
-//! IPFIX / NetFlow v9 decoders. None may panic; what parses must be
+//! IPFIX / NetFlow v9 decoders; and the flow meters' path on the same
+//! bytes: `L4Parser` (fast and reference, the frame cut short by a capture
+//! as the first byte says), then the flow key readers (`FlowKey::from_packet`
+//! and `key_words`, which must agree). None may panic; what parses must be
 //! self-consistent (offsets inside the frame).
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
+use linerate_elements::parse::l4parser::L4Parser;
+use linerate_runtime::anno::offsets;
+use linerate_runtime::flow::{key_words, FlowKey, KeyRules};
+use linerate_runtime::{ConfigureCtx, Packet, Processing};
+
+/// An `L4Parser` with `IMPL` `imp` and both outputs.
+fn parser(imp: &str) -> L4Parser {
+    const PUSH2: [Processing; 2] = [Processing::Push, Processing::Push];
+    let ctx = ConfigureCtx {
+        name: "p",
+        config: "",
+        args: vec![format!("IMPL {imp}")],
+        inputs: &PUSH2[..1],
+        outputs: &PUSH2[..],
+        replica: (0, 1),
+        default_burst: 64,
+    };
+    L4Parser::configure(&ctx).expect("L4Parser")
+}
+
+/// `frame` as `L4Parser` `imp` leaves it: parsed with its annotations, or
+/// `None`. `cut` is its `EXTRA_LENGTH`.
+fn l4parsed(imp: &str, frame: &[u8], cut: u32) -> Option<Packet> {
+    let mut p = Packet::from_slice(frame);
+    p.anno_mut().set_u32(offsets::EXTRA_LENGTH, cut);
+    let (good, _) = parser(imp).process([p].into_iter().collect());
+    good.into_iter().next()
+}
 use linerate_wire::scion::{header, path, scmp};
 use linerate_wire::{gtpu, ip, ipfix, ipv6ext, l4, netflow9, vxlan};
 
@@ -52,6 +83,37 @@ fuzz_target!(|data: &[u8]| {
         }
         if let Ok(p) = l4::parse(frame) {
             assert_eq!(l4::parse_cut(frame, cut), Ok(p));
+        }
+        // L4Parser's two implementations agree, and the flow key readers
+        // agree on what they leave.
+        let fast = l4parsed("fast", frame, cut as u32);
+        let reference = l4parsed("reference", frame, cut as u32);
+        assert_eq!(
+            fast.as_ref().map(|p| *p.anno()),
+            reference.as_ref().map(|p| *p.anno())
+        );
+        if let Some(p) = &fast {
+            let k = FlowKey::from_packet(p);
+            let w = key_words(p, KeyRules::FLOW_KEY);
+            assert_eq!(k.is_some(), w.is_some());
+            if let (Some(k), Some(w)) = (k, w) {
+                // The words are the key's bytes (addresses little-endian).
+                let w = w.words;
+                let bytes = |a: u64, b: u64| {
+                    let mut x = [0u8; 16];
+                    x[..8].copy_from_slice(&a.to_le_bytes());
+                    x[8..].copy_from_slice(&b.to_le_bytes());
+                    x
+                };
+                assert_eq!((bytes(w[0], w[1]), bytes(w[2], w[3])), (k.src, k.dst));
+                let last = (
+                    w[4] as u16,
+                    (w[4] >> 16) as u16,
+                    (w[4] >> 32) as u8,
+                    (w[4] >> 40) as u8,
+                );
+                assert_eq!(last, (k.sport, k.dport, k.proto, k.version));
+            }
         }
     }
     if let Ok(p) = gtpu::Packet::new_checked(data) {

@@ -1,8 +1,12 @@
 //! Flow meter tests: MicroflowTable, FlowAggregator, FlowCSV and FlowJSON
-//! on literal packets, on a synthetic trace with per-flow ground truth, on
-//! the real LAN trace, and fast against reference implementations.
+//! on literal packets, on a synthetic trace with per-flow ground truth (the
+//! aggregator's records, and the one-way records read back from an IPFIX
+//! file), on the real LAN trace, and fast against reference
+//! implementations.
 
 mod common;
+
+use common::{decode_ipfix, field, field_bytes, ipfix_file_messages};
 
 use linerate_elements::flow::microflowtable::Microflow;
 use linerate_elements::flow::record::{end_reason, Direction, FlowRecord};
@@ -711,6 +715,102 @@ fn truth(pkts: &[GenPkt]) -> (Vec<Key>, HashMap<Key, Direction>) {
     (order, m)
 }
 
+/// A one-way record as a collector sees it: the key the IPFIX templates
+/// carry (IP version, addresses, ports, protocol, ICMP type and code, VLAN
+/// id; ICMP's echo identifier is not exported), and the features.
+type Seen = ((u8, [u8; 16], [u8; 16], u16, u16, u8, u16, u16), [u64; 14]);
+
+/// The ground truth `want` as a collector should see it, sorted.
+fn expected(want: &HashMap<Key, Direction>) -> Vec<Seen> {
+    let mut v: Vec<Seen> = want
+        .iter()
+        .map(|((k, vlan), d)| {
+            let icmp = matches!(k.proto, 1 | 58);
+            let (sp, dp, tc) = if icmp {
+                (0, 0, k.dport)
+            } else {
+                (k.sport, k.dport, 0)
+            };
+            let key = (k.version, k.src, k.dst, sp, dp, k.proto, tc, *vlan);
+            let f = [
+                d.packets,
+                d.bytes,
+                d.first_ns / 1000,
+                d.last_ns / 1000,
+                d.min_len.into(),
+                d.max_len.into(),
+                d.tcp_flags.into(),
+                d.tos.into(),
+                d.min_ttl.into(),
+                d.max_ttl.into(),
+                d.min_iat_ns,
+                d.max_iat_ns,
+                d.first_len.into(),
+                d.second_len.into(),
+            ];
+            (key, f)
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+/// The one-way flow records of IPFIX file `path`, sorted (every one ended
+/// by the end of the run).
+fn exported(path: &Path) -> Vec<Seen> {
+    let ix = decode_ipfix(&ipfix_file_messages(&std::fs::read(path).unwrap()));
+    let us = |ntp: u64| {
+        let frac = ((ntp & 0xffff_ffff) * 1_000_000 + (1 << 31)) >> 32;
+        ((ntp >> 32) - 2_208_988_800) * 1_000_000 + frac
+    };
+    let mut v: Vec<Seen> = ix
+        .data
+        .iter()
+        .filter(|d| d.0 == 256 || d.0 == 257)
+        .map(|d| {
+            let f = |id| field(&ix, d, 0, id);
+            let own = |id| field(&ix, d, 32473, id);
+            assert_eq!(f(136), u64::from(end_reason::FORCED_END));
+            let (src, dst, tc) = if d.0 == 256 {
+                let a = |id| map_v4(field_bytes(&ix, d, 0, id).try_into().unwrap());
+                (a(8), a(12), f(32))
+            } else {
+                let a = |id| -> [u8; 16] { field_bytes(&ix, d, 0, id).try_into().unwrap() };
+                (a(27), a(28), f(139))
+            };
+            let key = (
+                f(60) as u8,
+                src,
+                dst,
+                f(7) as u16,
+                f(11) as u16,
+                f(4) as u8,
+                tc as u16,
+                f(58) as u16,
+            );
+            let feats = [
+                f(2),
+                f(1),
+                us(f(154)),
+                us(f(155)),
+                f(25),
+                f(26),
+                f(6),
+                f(5),
+                f(52),
+                f(53),
+                own(1),
+                own(2),
+                own(3),
+                own(4),
+            ];
+            (key, feats)
+        })
+        .collect();
+    v.sort();
+    v
+}
+
 #[test]
 fn synthetic_trace_matches_ground_truth() {
     let pkts = synthetic(0x5eed, 400);
@@ -742,14 +842,23 @@ fn synthetic_trace_matches_ground_truth() {
     .enumerate()
     {
         let name = format!("synthetic{i}");
+        // One-way records are also exported to an IPFIX file and read back.
+        let ipfix = tmp(&format!("{name}.ipfix"));
         // L4Parser's unparsable packets (here ARP) join the table's input so
         // that they are counted as ignored.
         let r = run(&format!(
             "FromDump({}, STOP true) -> p :: {parser} -> mt :: MicroflowTable({table})
-             -> fa :: FlowAggregator(ACTIVE 0, IDLE 0, TCPEND false, VLAN true, BIFLOW {bi}) -> Grab({name});
+             -> fa :: FlowAggregator(ACTIVE 0, IDLE 0, TCPEND false, VLAN true, BIFLOW {bi})
+             -> t :: Tee -> Grab({name});
+             t[1] -> IPFIXExport(FILENAME {});
              {}",
             pcap.display(),
-            if parser == "TestL4" { "" } else { "p[1] -> mt;" }
+            ipfix.display(),
+            if parser == "TestL4" {
+                ""
+            } else {
+                "p[1] -> mt;"
+            }
         ));
         let recs = grabbed(&name);
         assert_eq!(read(&r, "mt.ignored"), ignored.to_string());
@@ -766,6 +875,7 @@ fn synthetic_trace_matches_ground_truth() {
                 assert_eq!(rec.rev, Direction::default());
                 assert_eq!(rec.end_reason, end_reason::FORCED_END);
             }
+            assert_eq!(exported(&ipfix), expected(&want), "{table}: the IPFIX file");
         } else {
             // Biflows: the direction seen first is forward.
             let mut expect = 0;

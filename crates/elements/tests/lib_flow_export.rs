@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::run;
+use common::{decode_ipfix, field, ipfix_file_messages, run};
 use linerate_elements::flow::record::{end_reason, Direction, FlowRecord};
 use linerate_io::pcap::{LinkType, PcapWriter};
 use linerate_runtime::flow::{map_v4, FlowKey};
@@ -122,75 +122,6 @@ fn icmp4() -> FlowRecord {
     r.fwd = dir(4, 336, T0 + 3_000_000_000, T0 + 6_000_000_000);
     r.fwd.tcp_flags = 0;
     r
-}
-
-/// Everything decoded from a stream of IPFIX messages.
-#[derive(Default, Debug)]
-struct Ipfix {
-    /// (sequence, data records in the message, length) per message.
-    msgs: Vec<(u32, u32, usize)>,
-    templates: HashMap<u16, Vec<ipfix::FieldSpec>>,
-    template_sends: usize,
-    /// (template id, record bytes) in order.
-    data: Vec<(u16, Vec<u8>)>,
-}
-
-fn decode_ipfix(msgs: &[Vec<u8>]) -> Ipfix {
-    let mut out = Ipfix::default();
-    for m in msgs {
-        let p = ipfix::Packet::new_checked(&m[..]).unwrap();
-        let h = ipfix::Repr::parse(&p).unwrap();
-        assert_eq!(usize::from(h.length), m.len());
-        let mut n = 0;
-        for s in p.sets() {
-            let s = s.unwrap();
-            let mut b = s.payload();
-            match s.set_id() {
-                2 | 3 => {
-                    while b.len() >= 4 {
-                        let t = ipfix::TemplateRecord::parse(b, s.set_id() == 3).unwrap();
-                        out.templates.insert(t.id(), t.fields().collect());
-                        if t.id() == 256 {
-                            out.template_sends += 1;
-                        }
-                        b = &b[t.buffer_len()..];
-                    }
-                }
-                id => {
-                    let fields = &out.templates[&id];
-                    while !b.is_empty() {
-                        let mut len = 0;
-                        for f in fields {
-                            if f.len == ipfix::VARIABLE_LENGTH {
-                                let (l, h) = ipfix::read_varlen(&b[len..]).unwrap();
-                                len += l + h;
-                            } else {
-                                len += usize::from(f.len);
-                            }
-                        }
-                        out.data.push((id, b[..len].to_vec()));
-                        b = &b[len..];
-                        n += 1;
-                    }
-                }
-            }
-        }
-        out.msgs.push((h.sequence, n, m.len()));
-    }
-    out
-}
-
-/// The value of field (enterprise, id) in a data record.
-fn field(ix: &Ipfix, rec: &(u16, Vec<u8>), enterprise: u32, id: u16) -> u64 {
-    let mut at = 0;
-    for f in &ix.templates[&rec.0] {
-        let n = usize::from(f.len);
-        if f.enterprise == enterprise && f.id == id {
-            return ipfix::read_uint(&rec.1[at..at + n]).unwrap();
-        }
-        at += n;
-    }
-    panic!("no field {enterprise}/{id} in template {}", rec.0)
 }
 
 fn recv_all(sock: &UdpSocket) -> Vec<Vec<u8>> {
@@ -385,14 +316,7 @@ fn ipfix_file(input: &Path, kw: &str) -> (Router, Vec<Vec<u8>>) {
         input,
         &format!("IPFIXExport(FILENAME {}, {kw})", out.display()),
     );
-    let bytes = std::fs::read(&out).unwrap();
-    let mut msgs = Vec::new();
-    let mut b = &bytes[..];
-    while !b.is_empty() {
-        let n = usize::from(u16::from_be_bytes([b[2], b[3]]));
-        msgs.push(b[..n].to_vec());
-        b = &b[n..];
-    }
+    let msgs = ipfix_file_messages(&std::fs::read(&out).unwrap());
     (r, msgs)
 }
 
@@ -715,14 +639,7 @@ fn lan_trace_pipeline_into_an_ipfix_file() {
         RouterOptions::default(),
     );
     assert_eq!(read(&r, "e.records"), "11978");
-    let bytes = std::fs::read(&out).unwrap();
-    let mut msgs = Vec::new();
-    let mut b = &bytes[..];
-    while !b.is_empty() {
-        let n = usize::from(u16::from_be_bytes([b[2], b[3]]));
-        msgs.push(b[..n].to_vec());
-        b = &b[n..];
-    }
+    let msgs = ipfix_file_messages(&std::fs::read(&out).unwrap());
     let ix = decode_ipfix(&msgs);
     let flows: Vec<_> = ix.data.iter().filter(|d| d.0 < 260).collect();
     assert_eq!(flows.len(), 11978);
@@ -754,14 +671,7 @@ fn exporters_of_one_domain_share_the_sequence() {
     );
     assert_eq!(read(&r, "a.records"), "40");
     assert_eq!(read(&r, "b.records"), "40");
-    let bytes = std::fs::read(&out).unwrap();
-    let mut msgs = Vec::new();
-    let mut b = &bytes[..];
-    while !b.is_empty() {
-        let n = usize::from(u16::from_be_bytes([b[2], b[3]]));
-        msgs.push(b[..n].to_vec());
-        b = &b[n..];
-    }
+    let msgs = ipfix_file_messages(&std::fs::read(&out).unwrap());
     let ix = decode_ipfix(&msgs);
     assert_eq!(ix.data.iter().filter(|d| d.0 < 260).count(), 80);
     let mut seq = 0;

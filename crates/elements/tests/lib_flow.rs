@@ -717,11 +717,23 @@ fn truth(pkts: &[GenPkt]) -> (Vec<Key>, HashMap<Key, Direction>) {
 
 /// A one-way record as a collector sees it: the key the IPFIX templates
 /// carry (IP version, addresses, ports, protocol, ICMP type and code, VLAN
-/// id; ICMP's echo identifier is not exported), and the features.
-type Seen = ((u8, [u8; 16], [u8; 16], u16, u16, u8, u16, u16), [u64; 14]);
+/// id; ICMP's echo identifier is not exported), and the features and end
+/// reason.
+type Seen = ((u8, [u8; 16], [u8; 16], u16, u16, u8, u16, u16), [u64; 15]);
+
+/// The end reason of a one-way record with features `d`: end of flow for
+/// TCP with FIN or RST when `tcpend` (the synthetic trace's FIN is its
+/// connection's last packet), else forced at the end of the run.
+fn reason_of(d: &Direction, tcpend: bool) -> u8 {
+    if tcpend && d.tcp_flags & 0x05 != 0 {
+        end_reason::END_OF_FLOW
+    } else {
+        end_reason::FORCED_END
+    }
+}
 
 /// The ground truth `want` as a collector should see it, sorted.
-fn expected(want: &HashMap<Key, Direction>) -> Vec<Seen> {
+fn expected(want: &HashMap<Key, Direction>, tcpend: bool) -> Vec<Seen> {
     let mut v: Vec<Seen> = want
         .iter()
         .map(|((k, vlan), d)| {
@@ -747,6 +759,7 @@ fn expected(want: &HashMap<Key, Direction>) -> Vec<Seen> {
                 d.max_iat_ns,
                 d.first_len.into(),
                 d.second_len.into(),
+                reason_of(d, tcpend).into(),
             ];
             (key, f)
         })
@@ -755,8 +768,7 @@ fn expected(want: &HashMap<Key, Direction>) -> Vec<Seen> {
     v
 }
 
-/// The one-way flow records of IPFIX file `path`, sorted (every one ended
-/// by the end of the run).
+/// The one-way flow records of IPFIX file `path`, sorted.
 fn exported(path: &Path) -> Vec<Seen> {
     let ix = decode_ipfix(&ipfix_file_messages(&std::fs::read(path).unwrap()));
     let us = |ntp: u64| {
@@ -770,7 +782,6 @@ fn exported(path: &Path) -> Vec<Seen> {
         .map(|d| {
             let f = |id| field(&ix, d, 0, id);
             let own = |id| field(&ix, d, 32473, id);
-            assert_eq!(f(136), u64::from(end_reason::FORCED_END));
             let (src, dst, tc) = if d.0 == 256 {
                 let a = |id| map_v4(field_bytes(&ix, d, 0, id).try_into().unwrap());
                 (a(8), a(12), f(32))
@@ -803,6 +814,7 @@ fn exported(path: &Path) -> Vec<Seen> {
                 own(2),
                 own(3),
                 own(4),
+                f(136),
             ];
             (key, feats)
         })
@@ -831,12 +843,18 @@ fn synthetic_trace_matches_ground_truth() {
         sizes[sizes.len() / 2] <= 3 && sizes[sizes.len() - 1] > 100,
         "heavy tail"
     );
-    for (i, (parser, table, bi)) in [
-        ("TestL4", "SLOTS 64, WAYS 1", false),
-        ("TestL4", "SLOTS 64, WAYS 2", true),
-        ("L4Parser", "TABLE 1MB, WAYS 2", false),
-        ("L4Parser", "SLOTS 1000, WAYS 1", true),
-        ("L4Parser(IMPL reference)", "SLOTS 100, WAYS 2", false),
+    for (i, (parser, table, bi, tcpend)) in [
+        ("TestL4", "SLOTS 64, WAYS 1", false, false),
+        ("TestL4", "SLOTS 64, WAYS 2", true, false),
+        ("L4Parser", "TABLE 1MB, WAYS 2", false, false),
+        ("L4Parser", "SLOTS 1000, WAYS 1", true, false),
+        (
+            "L4Parser(IMPL reference)",
+            "SLOTS 100, WAYS 2",
+            false,
+            false,
+        ),
+        ("L4Parser", "SLOTS 64, WAYS 1", false, true),
     ]
     .into_iter()
     .enumerate()
@@ -848,7 +866,7 @@ fn synthetic_trace_matches_ground_truth() {
         // that they are counted as ignored.
         let r = run(&format!(
             "FromDump({}, STOP true) -> p :: {parser} -> mt :: MicroflowTable({table})
-             -> fa :: FlowAggregator(ACTIVE 0, IDLE 0, TCPEND false, VLAN true, BIFLOW {bi})
+             -> fa :: FlowAggregator(ACTIVE 0, IDLE 0, TCPEND {tcpend}, VLAN true, BIFLOW {bi})
              -> t :: Tee -> Grab({name});
              t[1] -> IPFIXExport(FILENAME {});
              {}",
@@ -873,9 +891,24 @@ fn synthetic_trace_matches_ground_truth() {
                     .unwrap_or_else(|| panic!("unexpected flow {:?}", rec.key));
                 assert_eq!(rec.fwd, *w, "{table}: {:?}", rec.key);
                 assert_eq!(rec.rev, Direction::default());
-                assert_eq!(rec.end_reason, end_reason::FORCED_END);
+                assert_eq!(
+                    rec.end_reason,
+                    reason_of(w, tcpend),
+                    "{table}: {:?}",
+                    rec.key
+                );
             }
-            assert_eq!(exported(&ipfix), expected(&want), "{table}: the IPFIX file");
+            if tcpend {
+                let ended = recs
+                    .iter()
+                    .filter(|r| r.end_reason == end_reason::END_OF_FLOW);
+                assert!(ended.count() > 50, "{table}: TCP flows ended by FIN");
+            }
+            assert_eq!(
+                exported(&ipfix),
+                expected(&want, tcpend),
+                "{table}: the IPFIX file"
+            );
         } else {
             // Biflows: the direction seen first is forward.
             let mut expect = 0;

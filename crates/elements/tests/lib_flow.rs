@@ -716,10 +716,12 @@ fn truth(pkts: &[GenPkt]) -> (Vec<Key>, HashMap<Key, Direction>) {
 }
 
 /// A one-way record as a collector sees it: the key the IPFIX templates
-/// carry (IP version, addresses, ports, protocol, ICMP type and code, VLAN
-/// id; ICMP's echo identifier is not exported), and the features and end
-/// reason.
-type Seen = ((u8, [u8; 16], [u8; 16], u16, u16, u8, u16, u16), [u64; 15]);
+/// carry (IP version, addresses, ports, protocol, ICMP type and code, ICMP
+/// echo identifier, VLAN id), and the features and end reason.
+type Seen = (
+    (u8, [u8; 16], [u8; 16], u16, u16, u8, u16, u16, u16),
+    [u64; 15],
+);
 
 /// The end reason of a one-way record with features `d`: end of flow for
 /// TCP with FIN or RST when `tcpend` (the synthetic trace's FIN is its
@@ -738,12 +740,12 @@ fn expected(want: &HashMap<Key, Direction>, tcpend: bool) -> Vec<Seen> {
         .iter()
         .map(|((k, vlan), d)| {
             let icmp = matches!(k.proto, 1 | 58);
-            let (sp, dp, tc) = if icmp {
-                (0, 0, k.dport)
+            let (sp, dp, tc, id) = if icmp {
+                (0, 0, k.dport, k.sport)
             } else {
-                (k.sport, k.dport, 0)
+                (k.sport, k.dport, 0, 0)
             };
-            let key = (k.version, k.src, k.dst, sp, dp, k.proto, tc, *vlan);
+            let key = (k.version, k.src, k.dst, sp, dp, k.proto, tc, id, *vlan);
             let f = [
                 d.packets,
                 d.bytes,
@@ -797,6 +799,7 @@ fn exported(path: &Path) -> Vec<Seen> {
                 f(11) as u16,
                 f(4) as u8,
                 tc as u16,
+                own(5) as u16,
                 f(58) as u16,
             );
             let feats = [

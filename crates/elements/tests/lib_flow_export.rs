@@ -167,13 +167,15 @@ fn ipfix_over_udp_decodes_field_by_field() {
     let bytes: usize = msgs.iter().map(Vec::len).sum();
     assert_eq!(read(&r, "e.bytes"), bytes.to_string());
     let ix = decode_ipfix(&msgs);
+    let time = |m: &Vec<u8>| u32::from_be_bytes(m[4..8].try_into().unwrap());
+    // Export time: the flow clock's second (the latest flow end so far):
+    // the first record's (4 s) for a message filled before the last record,
+    // the last's (6 s) at the end.
+    assert_eq!(time(msgs.last().unwrap()), (T0 / 1_000_000_000 + 6) as u32);
     for m in &msgs {
         assert_eq!(u32::from_be_bytes(m[12..16].try_into().unwrap()), 42);
-        // Export time: the flow clock's second (the latest flow end).
-        assert_eq!(
-            u32::from_be_bytes(m[4..8].try_into().unwrap()),
-            (T0 / 1_000_000_000 + 6) as u32
-        );
+        let t = time(m) - (T0 / 1_000_000_000) as u32;
+        assert!((4..=6).contains(&t), "export time {t} s");
     }
     let ids: Vec<u16> = {
         let mut v: Vec<u16> = ix.templates.keys().copied().collect();
@@ -219,12 +221,18 @@ fn ipfix_over_udp_decodes_field_by_field() {
     assert_eq!(field(&ix, b, 32473, 0x4003), 60);
     assert_eq!(field(&ix, b, 0, 239), 1);
     assert_eq!(field(&ix, b, 0, 136), 4);
-    // ICMP: type/code in icmpTypeCodeIPv4, ports zero.
+    // ICMP: type/code in icmpTypeCodeIPv4, ports zero, the echo identifier
+    // in linerate's element 5 (0 for other protocols).
     assert_eq!(field(&ix, c, 0, 32), 0x0800);
     assert_eq!((field(&ix, c, 0, 7), field(&ix, c, 0, 11)), (0, 0));
-    // RFC 5610 type records for the four enterprise elements.
+    assert_eq!(field(&ix, c, 32473, 5), 0x1234);
+    assert_eq!((field(&ix, a, 32473, 5), field(&ix, b, 32473, 5)), (0, 0));
+    // RFC 5610 type records for the five enterprise elements.
     let types: Vec<_> = ix.data.iter().filter(|d| d.0 == 261).collect();
-    assert_eq!(types.len(), 4);
+    assert_eq!(types.len(), 5);
+    assert_eq!(&types[4].1[0..6], &[0, 0, 0x7e, 0xd9, 0, 5]);
+    assert_eq!(&types[4].1[6..10], &[2, 4, 0, 0]);
+    assert_eq!(&types[4].1[11..], b"icmpEchoIdentifier".as_slice());
     assert_eq!(&types[0].1[0..6], &[0, 0, 0x7e, 0xd9, 0, 1]);
     assert_eq!(&types[0].1[6..10], &[4, 1, 0, 8]);
     assert_eq!(

@@ -61,7 +61,9 @@
 //! sourceIPv6Address (27) and destinationIPv6Address (28);
 //! sourceTransportPort (7), destinationTransportPort (11) (0 for ICMP),
 //! protocolIdentifier (4), ipVersion (60), icmpTypeCodeIPv4 (32) or
-//! icmpTypeCodeIPv6 (139) (0 unless ICMP), vlanId (58), flowEndReason (136);
+//! icmpTypeCodeIPv6 (139) (0 unless ICMP), vlanId (58), flowEndReason (136),
+//! the enterprise element 5 `icmpEchoIdentifier` (unsigned16: the echo
+//! identifier that separates ICMP flows in the key, 0 otherwise);
 //! then per direction: octetDeltaCount (1) and packetDeltaCount (2), 8 bytes
 //! each; flowStartMilliseconds (152) and flowEndMilliseconds (153) (what
 //! nfdump 1.7 decodes); flowStartMicroseconds (154) and flowEndMicroseconds
@@ -86,8 +88,7 @@
 //!
 //! Sequence numbers count data records (flow, statistics and type records)
 //! sent before the message, per RFC 7011. The export time is the flow
-//! clock's second. The echo identifier that separates ICMP flows in the
-//! key is not exported (no standard element).
+//! clock's second.
 //!
 //! # Handlers
 //! - `records` (read): flow records exported.
@@ -178,7 +179,7 @@ const NTP_OFFSET: u64 = 2_208_988_800;
 /// Bytes of one direction block.
 const DIR_LEN: usize = 77;
 /// Bytes of the key fields after the addresses.
-const COMMON_LEN: usize = 11;
+const COMMON_LEN: usize = 13;
 
 /// linerate's enterprise elements: (id, name, data type, semantics, units).
 const OWN_IES: [(u16, &str, u8, u8, u16); 4] = [
@@ -187,6 +188,11 @@ const OWN_IES: [(u16, &str, u8, u8, u16); 4] = [
     (3, "firstPacketIpTotalLength", 2, 1, 2),
     (4, "secondPacketIpTotalLength", 2, 1, 2),
 ];
+
+/// linerate's enterprise element of the key: the ICMP or ICMPv6 echo
+/// identifier that separates ICMP flows (0 for other protocols and other
+/// ICMP messages); unsigned16, identifier, no units.
+const ICMP_ID_IE: (u16, &str, u8, u8, u16) = (5, "icmpEchoIdentifier", 2, 4, 0);
 
 fn dir_fields(v: &mut Vec<FieldSpec>, reverse: bool, pen: u32) {
     let e = if reverse { REVERSE_PEN } else { 0 };
@@ -229,6 +235,7 @@ pub fn flow_fields(v6: bool, bi: bool, pen: u32) -> Vec<FieldSpec> {
         FieldSpec::iana(if v6 { 139 } else { 32 }, 2),
         FieldSpec::iana(58, 2),
         FieldSpec::iana(136, 1),
+        FieldSpec::enterprise(ICMP_ID_IE.0, 2, pen),
     ]);
     dir_fields(&mut v, false, pen);
     if bi {
@@ -315,6 +322,8 @@ fn value(r: &FlowRecord, f: &FieldSpec, pen: u32) -> u64 {
         (0, 239) => 1,
         (0, id) => dir(&r.fwd, id),
         (REVERSE_PEN, id) => dir(&r.rev, id),
+        (e, id) if e == pen && id == ICMP_ID_IE.0 && icmp => k.sport.into(),
+        (e, id) if e == pen && id == ICMP_ID_IE.0 => 0,
         (e, id) if e == pen && id & 0x4000 != 0 => own(&r.rev, id & 0x3fff),
         (e, id) if e == pen => own(&r.fwd, id),
         _ => 0,
@@ -381,6 +390,8 @@ fn encode_fast(r: &FlowRecord, bi: bool, out: &mut [u8]) {
     c[6..8].copy_from_slice(&tc.to_be_bytes());
     c[8..10].copy_from_slice(&r.vlan.to_be_bytes());
     c[10] = r.end_reason;
+    let id = if is_icmp(k.proto) { k.sport } else { 0 };
+    c[11..13].copy_from_slice(&id.to_be_bytes());
     let d = a + COMMON_LEN;
     write_dir(&r.fwd, &mut out[d..]);
     if bi {
@@ -556,7 +567,7 @@ impl IpfixExport {
             self.template_record(OPTIONS_TEMPLATE_SET_ID, &repr);
         }
         let pen = self.pen;
-        for (id, name, ty, sem, units) in OWN_IES {
+        for (id, name, ty, sem, units) in OWN_IES.into_iter().chain([ICMP_ID_IE]) {
             let out = self.room(T_TYPES, 11 + name.len(), true);
             out[0..4].copy_from_slice(&pen.to_be_bytes());
             out[4..6].copy_from_slice(&id.to_be_bytes());
@@ -646,7 +657,7 @@ mod tests {
 
     #[test]
     fn layouts_match_the_templates() {
-        for (v6, bi, len) in [(false, false, 96), (true, false, 120), (false, true, 174)] {
+        for (v6, bi, len) in [(false, false, 98), (true, false, 122), (false, true, 176)] {
             let f = flow_fields(v6, bi, DEFAULT_PEN);
             let n: usize = f.iter().map(|x| usize::from(x.len)).sum();
             assert_eq!(n, len);

@@ -133,9 +133,14 @@ fn registry() -> Registry {
 }
 
 fn run(text: &str) -> Router {
+    run_with(text, RouterOptions::default())
+}
+
+/// [`run`] with router options `opts`.
+fn run_with(text: &str, opts: RouterOptions) -> Router {
     let reg = registry();
     let c = common::config(&reg, text);
-    let mut r = Router::build(&c, &reg, RouterOptions::default()).unwrap_or_else(|e| panic!("{e}"));
+    let mut r = Router::build(&c, &reg, opts).unwrap_or_else(|e| panic!("{e}"));
     r.run();
     r
 }
@@ -1070,9 +1075,7 @@ fn a_trace_cut_to_its_headers_gives_the_same_records() {
 #[test]
 fn fast_path_and_aggregator_on_two_threads_lose_nothing() {
     let Some(pcap) = lan_trace() else { return };
-    let reg = registry();
-    let c = common::config(
-        &reg,
+    let r = run_with(
         &format!(
             "src :: FromDump({}, STOP true) -> p :: L4Parser -> mt :: MicroflowTable(TABLE 1MB)
              -> Queue(65536) -> uq :: Unqueue(BURST 256)
@@ -1081,13 +1084,11 @@ fn fast_path_and_aggregator_on_two_threads_lose_nothing() {
              StaticThreadSched(src 0, uq 1);",
             pcap.display()
         ),
+        RouterOptions {
+            threads: 2,
+            ..RouterOptions::default()
+        },
     );
-    let opts = RouterOptions {
-        threads: 2,
-        ..RouterOptions::default()
-    };
-    let mut r = Router::build(&c, &reg, opts).unwrap_or_else(|e| panic!("{e}"));
-    r.run();
     let recs = grabbed("two-threads");
     let pk: u64 = recs.iter().map(|r| r.fwd.packets).sum();
     let by: u64 = recs.iter().map(|r| r.fwd.bytes).sum();

@@ -121,6 +121,21 @@ pub struct Parsed {
     pub hash: u32,
 }
 
+impl Parsed {
+    /// Where the IP packet ends by its own length field (IPv4 total
+    /// length, IPv6 40 + payload length), as an offset from the start of
+    /// `frame`, the frame this was parsed from. Past `frame.len()` only for
+    /// a frame [`parse_cut`] took as cut short.
+    pub fn ip_end(&self, frame: &[u8]) -> usize {
+        let n = usize::from(self.network);
+        if self.version == 4 {
+            n + usize::from(read_u16(&frame[n + 2..n + 4]))
+        } else {
+            n + 40 + usize::from(read_u16(&frame[n + 4..n + 6]))
+        }
+    }
+}
+
 /// Whether a packet is a fragment, and which one (see the module
 /// documentation).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -350,6 +365,32 @@ pub fn parse_common(frame: &[u8]) -> Option<Parsed> {
 /// derives from them (e.g. annotations) needs no tests of its own.
 #[inline(always)]
 pub fn parse_common_then<R>(frame: &[u8], then: impl FnOnce(Parsed) -> R) -> Option<R> {
+    common::<false, R>(frame, 0, then)
+}
+
+/// [`parse_common_then`] of a frame that a capture cut `cut` bytes short:
+/// where it answers, the answer is [`parse_cut`]'s. The IP length may run
+/// up to `cut` bytes past the frame, and a transport header the IP length
+/// holds must have its minimum captured (a frame whose header was cut is
+/// left to [`parse_cut`], which reports it). One compare more a frame
+/// than [`parse_common_then`], for a loop over frames that may be cut.
+#[inline(always)]
+pub fn parse_common_cut_then<R>(
+    frame: &[u8],
+    cut: usize,
+    then: impl FnOnce(Parsed) -> R,
+) -> Option<R> {
+    common::<true, R>(frame, cut, then)
+}
+
+/// [`parse_common_then`] (`CUT` false, `cut` 0) or
+/// [`parse_common_cut_then`] (`CUT` true).
+#[inline(always)]
+fn common<const CUT: bool, R>(
+    frame: &[u8],
+    cut: usize,
+    then: impl FnOnce(Parsed) -> R,
+) -> Option<R> {
     // 42 bytes hold the link header, one tag and an IPv4 header with the
     // ports: one length test for both offsets.
     let head: &[u8; 42] = frame.get(..42)?.try_into().ok()?;
@@ -357,9 +398,9 @@ pub fn parse_common_then<R>(frame: &[u8], then: impl FnOnce(Parsed) -> R) -> Opt
     if outer == TAG_Q || outer == TAG_AD {
         let tci = u16::from_be_bytes([head[14], head[15]]);
         let et = u16::from_ne_bytes([head[16], head[17]]);
-        common_ip::<18, R>(frame, head, et, tci, then)
+        common_ip::<18, CUT, R>(frame, cut, head, et, tci, then)
     } else {
-        common_ip::<14, R>(frame, head, outer, 0, then)
+        common_ip::<14, CUT, R>(frame, cut, head, outer, 0, then)
     }
 }
 
@@ -370,11 +411,12 @@ const TAG_AD: u16 = u16::from_ne_bytes([0x88, 0xa8]);
 const ET_IPV4: u16 = u16::from_ne_bytes([0x08, 0x00]);
 const ET_IPV6: u16 = u16::from_ne_bytes([0x86, 0xdd]);
 
-/// [`parse_common_then`] after the link header: the IP header at the
-/// constant offset `OFF` (14 or 18), EtherType `et` as it lies in memory.
+/// [`common`] after the link header: the IP header at the constant offset
+/// `OFF` (14 or 18), EtherType `et` as it lies in memory.
 #[inline(always)]
-fn common_ip<const OFF: usize, R>(
+fn common_ip<const OFF: usize, const CUT: bool, R>(
     frame: &[u8],
+    cut: usize,
     head: &[u8; 42],
     et: u16,
     tci: u16,
@@ -391,8 +433,10 @@ fn common_ip<const OFF: usize, R>(
     if et == ET_IPV4 {
         let ip: &[u8; 24] = head[OFF..OFF + 24].try_into().ok()?;
         let total = usize::from(u16::from_be_bytes([ip[2], ip[3]]));
-        // Version 4, IHL 5; 20 <= total length <= what the frame holds.
-        if ip[0] != 0x45 || total.wrapping_sub(20) > frame.len() - (OFF + 20) {
+        // Version 4, IHL 5; 20 <= total length <= what the frame holds
+        // (and the capture cut).
+        let room = frame.len() - (OFF + 20);
+        if ip[0] != 0x45 || total.wrapping_sub(20) > room + cut {
             return None;
         }
         let proto = ip[9];
@@ -408,6 +452,10 @@ fn common_ip<const OFF: usize, R>(
             ip[12], ip[13], ip[14], ip[15], ip[16], ip[17], ip[18], ip[19],
         ]);
         Some(if (min | frag) as usize <= total - 20 {
+            // The transport header's minimum captured (always, uncut).
+            if CUT && min as usize > room {
+                return None;
+            }
             let pw = u32::from_le_bytes([ip[20], ip[21], ip[22], ip[23]]);
             let hash = hash_words(addrs, pw, proto, 4);
             then(found((OFF + 20) as u16, proto, 4, hash))
@@ -423,7 +471,8 @@ fn common_ip<const OFF: usize, R>(
         let ip: &[u8; 44] = frame.get(OFF..OFF + 44)?.try_into().ok()?;
         let plen = usize::from(u16::from_be_bytes([ip[4], ip[5]]));
         let nh = ip[6];
-        if ip[0] >> 4 != 6 || plen > frame.len() - (OFF + 40) {
+        let room = frame.len() - (OFF + 40);
+        if ip[0] >> 4 != 6 || plen > room + cut {
             return None;
         }
         let min = COMMON_MIN[usize::from(nh)];
@@ -432,6 +481,9 @@ fn common_ip<const OFF: usize, R>(
         }
         let addrs = fold_v6(le64(ip, 8), le64(ip, 16), le64(ip, 24), le64(ip, 32));
         Some(if min as usize <= plen {
+            if CUT && min as usize > room {
+                return None;
+            }
             let pw = u32::from_le_bytes([ip[40], ip[41], ip[42], ip[43]]);
             then(found(
                 (OFF + 40) as u16,
@@ -488,8 +540,11 @@ pub fn parse_general(frame: &[u8]) -> Result<Parsed, Reason> {
 /// the frame, as it did on the wire. Every header the parse reads (the IP
 /// header, IPv6 extension headers, the transport header's minimum) must
 /// still lie in the frame: one that the capture cut is
-/// [`Reason::Truncated`]. With `cut` 0 this is [`parse_general`]. Never
-/// panics, never allocates.
+/// [`Reason::Truncated`]. With `cut` 0 this is [`parse_general`]; with
+/// any `cut` it is [`parse_general`] wherever that does not answer
+/// [`Reason::BadLength`] (the same packet or the same reason), so a frame
+/// that may have been cut needs one parse, not two. Never panics, never
+/// allocates.
 #[inline(never)]
 pub fn parse_cut(frame: &[u8], cut: usize) -> Result<Parsed, Reason> {
     parse_any(frame, cut)
@@ -1210,6 +1265,82 @@ mod tests {
             if let Some(p) = parse_common(&f) {
                 proptest::prop_assert_eq!(Ok(p), parse_general(&f));
                 proptest::prop_assert_eq!(Ok(p), parse(&f));
+            }
+        }
+    }
+
+    proptest::proptest! {
+        /// `parse_cut` is `parse_general` wherever that does not answer
+        /// `BadLength`, so a frame that may be cut needs one parse: frames
+        /// as in `common_path_agrees_with_general` (their IP length the
+        /// frame's with `whole`), then `k` bytes cut from their end and a
+        /// `cut` allowance near `k` or anywhere. `Parsed::ip_end` runs past
+        /// the frame exactly when the general parser refused it. Where the
+        /// common path for cut frames answers, it answers as `parse_cut`.
+        #[test]
+        fn cut_parse_is_general_unless_bad_length(
+            mut f in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..140),
+            tags in 0usize..3,
+            v6 in proptest::prelude::any::<bool>(),
+            proto in proptest::prop_oneof![
+                proptest::strategy::Just(6u8), proptest::strategy::Just(17),
+                proptest::strategy::Just(132), proptest::strategy::Just(1),
+                proptest::strategy::Just(58), proptest::strategy::Just(0),
+                proptest::strategy::Just(44), proptest::strategy::Just(60),
+                proptest::prelude::any::<u8>()
+            ],
+            whole in proptest::prelude::any::<bool>(),
+            ihl5 in proptest::prelude::any::<bool>(),
+            k in 0usize..80,
+            near in proptest::prelude::any::<bool>(),
+            slack in -3i64..3,
+            far in 0usize..70_000,
+        ) {
+            // The allowance near the bytes cut (off by up to 3), or anything.
+            let cut = if near { (k as i64 + slack).max(0) as usize } else { far };
+            for t in 0..tags {
+                if let Some(b) = f.get_mut(12 + 4 * t..14 + 4 * t) {
+                    b.copy_from_slice(&[0x81, 0x00]);
+                }
+            }
+            let off = 14 + 4 * tags;
+            let et: [u8; 2] = if v6 { [0x86, 0xdd] } else { [0x08, 0x00] };
+            if let Some(b) = f.get_mut(off - 2..off) {
+                b.copy_from_slice(&et);
+            }
+            let avail = f.len().saturating_sub(off);
+            if let Some(ip) = f.get_mut(off..) {
+                if v6 && ip.len() >= 40 {
+                    ip[0] = 0x60 | (ip[0] & 0x0f);
+                    ip[6] = proto;
+                    if whole {
+                        ip[4..6].copy_from_slice(&((avail - 40) as u16).to_be_bytes());
+                    }
+                } else if !v6 && ip.len() >= 20 {
+                    ip[0] = if ihl5 { 0x45 } else { 0x40 | (ip[0] & 0x0f) };
+                    ip[9] = proto;
+                    if whole {
+                        ip[2..4].copy_from_slice(&(avail as u16).to_be_bytes());
+                        ip[6] &= 0x20;
+                        ip[7] = 0;
+                    }
+                }
+            }
+            let fr = &f[..f.len().saturating_sub(k)];
+            let (g, c) = (parse_general(fr), parse_cut(fr, cut));
+            if let Some(p) = parse_common_cut_then(fr, cut, |p| p) {
+                proptest::prop_assert_eq!(Ok(p), c);
+            }
+            if g == Err(Reason::BadLength) {
+                if let Ok(p) = c {
+                    proptest::prop_assert!(p.ip_end(fr) > fr.len());
+                    proptest::prop_assert!(p.ip_end(fr) <= fr.len() + cut);
+                }
+            } else {
+                proptest::prop_assert_eq!(c, g);
+                if let Ok(p) = g {
+                    proptest::prop_assert!(p.ip_end(fr) <= fr.len());
+                }
             }
         }
     }

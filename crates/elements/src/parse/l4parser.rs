@@ -91,12 +91,15 @@
 //! a bitmap and parsed afterwards by `linerate_wire::l4::parse` (extension
 //! headers stepped over with a bit-set membership test and a branch-free
 //! length rule); only a batch with a bad packet is split (order kept). A
-//! packet the general parser rejects for its IP length is parsed again
-//! with its `EXTRA_LENGTH` (`l4::parse_cut`), out of line: no cost to the
-//! packets a capture kept whole. Reading `EXTRA_LENGTH` in the common pass
-//! instead, so that cut frames take it too, cost every packet 15-20 %
-//! (the benchmark mix 4.6 -> 5.4 ns; session 25, not kept): a header
-//! trace's cut frames pay two parses (6.5 % of flowmon's time on one).
+//! cut frame's IP length runs past it, so the common pass declines it; the
+//! second pass reads `EXTRA_LENGTH` and parses a frame a capture cut with
+//! `l4::parse_cut` instead of the general parser (which equals it wherever
+//! the IP length fits the frame): no cost to the packets a capture kept
+//! whole, one parse for a cut one. Reading `EXTRA_LENGTH` in the common
+//! pass, so that cut frames take it too, cost every packet 15-20 % (the
+//! benchmark mix 4.6 -> 5.4 ns; session 25, not kept). Until session 26 a
+//! cut frame took the general parser first and `parse_cut` after its
+//! `bad_length` (6.5 % of flowmon's time on a header trace).
 //! Software prefetching of the next packets' metadata and data was tried
 //! and removed (session 4): the frames of a batch are in L1/L2 already and
 //! the prefetch address arithmetic cost more than it saved. Nothing is
@@ -152,8 +155,11 @@ pub struct L4Parser {
     fast: bool,
     has_out1: bool,
     count: u64,
-    /// Packets parsed whose IP packet a capture cut (see `retry_cut`).
+    /// Packets parsed whose IP packet a capture cut (see `parse_cut`).
     cut: u64,
+    /// The previous batch held such packets: the common pass reads each
+    /// packet's `EXTRA_LENGTH` and takes cut frames too.
+    cut_pass: bool,
     by_reason: [u64; 6],
 }
 
@@ -318,6 +324,7 @@ impl L4Parser {
             has_out1: ctx.noutputs() > 1,
             count: 0,
             cut: 0,
+            cut_pass: false,
             by_reason: [0; 6],
         })
     }
@@ -327,12 +334,19 @@ impl L4Parser {
     pub fn process(&mut self, mut batch: Batch) -> (Batch, Option<Batch>) {
         let n = batch.len() as u64;
         let bad = if self.fast && batch.len() <= 256 {
-            self.run_fast(&mut batch)
+            if self.cut_pass {
+                let cut = self.cut;
+                let bad = self.run_fast::<true>(&mut batch);
+                self.cut_pass = self.cut != cut;
+                bad
+            } else {
+                self.run_fast::<false>(&mut batch)
+            }
         } else {
             let fast = self.fast;
             partition(&mut batch, |p| {
                 let r = if fast {
-                    annotate_fast(p).or_else(|r| self.retry_cut(p, r).map(|r| annotate(p, &r)))
+                    self.parse_other(p, l4::parse).map(|r| annotate(p, &r))
                 } else {
                     annotate_slow_cut(p, extra_length(p)).map(|c| self.cut += u64::from(c))
                 };
@@ -348,7 +362,8 @@ impl L4Parser {
 
     /// The fast path over a batch of at most 256 packets: one loop, no
     /// closure, bad packets marked in a bitmap and split off only if any.
-    fn run_fast(&mut self, batch: &mut Batch) -> Option<Batch> {
+    /// With `CUT` the first pass also takes frames a capture cut short.
+    fn run_fast<const CUT: bool>(&mut self, batch: &mut Batch) -> Option<Batch> {
         // Two passes: the common frames in a loop without calls (so its
         // values stay in registers), marking the others; then the marked
         // ones, if any, through the general parser.
@@ -362,10 +377,16 @@ impl L4Parser {
             // below it (the usual case); the other packets go to the second
             // pass, whose `annotate` stores NO_HEADER for an offset that
             // does not fit.
-            let found = if hr + len < usize::from(NO_HEADER) {
-                l4::parse_common_then(p.data(), |r| Words::of(hr as u16, &r))
-            } else {
+            let found = if hr + len >= usize::from(NO_HEADER) {
                 None
+            } else if CUT {
+                let d = p.data();
+                l4::parse_common_cut_then(d, extra_length(p), |r| {
+                    self.cut += u64::from(r.ip_end(d) > len);
+                    Words::of(hr as u16, &r)
+                })
+            } else {
+                l4::parse_common_then(p.data(), |r| Words::of(hr as u16, &r))
             };
             match found {
                 Some(w) => w.store(p),
@@ -386,8 +407,8 @@ impl L4Parser {
                 let i = w * 64 + o.trailing_zeros() as usize;
                 o &= o - 1;
                 let p = &mut pk[i];
-                let parsed = l4::parse_general(p.data())
-                    .or_else(|r| self.retry_cut(p, r))
+                let parsed = self
+                    .parse_other(p, l4::parse_general)
                     .map(|r| annotate(p, &r));
                 if let Err(r) = parsed {
                     self.by_reason[r as usize] += 1;
@@ -407,16 +428,32 @@ impl L4Parser {
         }))
     }
 
-    /// A frame the general parser rejected for `BadLength`, parsed again
-    /// as a capture cut it (`EXTRA_LENGTH` bytes short), if one did.
-    #[cold]
-    fn retry_cut(&mut self, p: &Packet, r: Reason) -> Result<Parsed, Reason> {
-        let cut = extra_length(p);
-        if r != Reason::BadLength || cut == 0 {
-            return Err(r);
+    /// `p` parsed by `whole` (`l4::parse` or `l4::parse_general`), or, if a
+    /// capture cut it (`EXTRA_LENGTH` bytes short), by `l4::parse_cut`
+    /// alone: that equals the general parser wherever the general parser
+    /// does not refuse the IP length, so a cut frame is parsed once.
+    #[inline(always)]
+    fn parse_other(
+        &mut self,
+        p: &Packet,
+        whole: fn(&[u8]) -> Result<Parsed, Reason>,
+    ) -> Result<Parsed, Reason> {
+        match extra_length(p) {
+            0 => whole(p.data()),
+            cut => self.parse_cut(p.data(), cut),
         }
-        let parsed = l4::parse_cut(p.data(), cut)?;
-        self.cut += 1;
+    }
+
+    /// `l4::parse_cut`, counting the frame in `cut` if its IP packet runs
+    /// past what the capture kept (and then taking the common pass for cut
+    /// frames from the next batch on).
+    #[inline(never)]
+    fn parse_cut(&mut self, d: &[u8], cut: usize) -> Result<Parsed, Reason> {
+        let parsed = l4::parse_cut(d, cut)?;
+        if parsed.ip_end(d) > d.len() {
+            self.cut += 1;
+            self.cut_pass = true;
+        }
         Ok(parsed)
     }
 

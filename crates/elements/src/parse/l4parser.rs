@@ -90,16 +90,23 @@
 //! tags, extension headers, errors, offsets past `NO_HEADER`) are marked in
 //! a bitmap and parsed afterwards by `linerate_wire::l4::parse` (extension
 //! headers stepped over with a bit-set membership test and a branch-free
-//! length rule); only a batch with a bad packet is split (order kept). A
-//! cut frame's IP length runs past it, so the common pass declines it; the
-//! second pass reads `EXTRA_LENGTH` and parses a frame a capture cut with
-//! `l4::parse_cut` instead of the general parser (which equals it wherever
-//! the IP length fits the frame): no cost to the packets a capture kept
-//! whole, one parse for a cut one. Reading `EXTRA_LENGTH` in the common
-//! pass, so that cut frames take it too, cost every packet 15-20 % (the
-//! benchmark mix 4.6 -> 5.4 ns; session 25, not kept). Until session 26 a
-//! cut frame took the general parser first and `parse_cut` after its
-//! `bad_length` (6.5 % of flowmon's time on a header trace).
+//! length rule); only a batch with a bad packet is split (order kept).
+//!
+//! Cut frames: a cut frame's IP length runs past it, so the common pass
+//! declines it; the second pass reads `EXTRA_LENGTH` and parses a frame a
+//! capture cut with `l4::parse_cut` instead of the general parser (which
+//! equals it wherever the IP length fits the frame). Once a batch held a
+//! cut frame, the next batch takes a second instance of the first pass
+//! (`run_fast::<true>`, `l4::parse_common_cut_then`), which reads every
+//! packet's `EXTRA_LENGTH` and takes the common cut frames as well; a batch
+//! without one switches back. So whole frames pay nothing (the LAN trace:
+//! 82.0 instructions a packet before and 81.8 after, callgrind), and a
+//! header trace's frames one parse in the call-free pass: `nfs/flowmon.click`
+//! on the inet trace cut to 96 bytes 208.3 -> 186.5 ms (session 26; until
+//! then a cut frame took the common pass, the general parser and
+//! `parse_cut`). Reading `EXTRA_LENGTH` in the one common pass for every
+//! batch cost whole frames 15-20 % (the benchmark mix 4.6 -> 5.4 ns;
+//! session 25, not kept).
 //! Software prefetching of the next packets' metadata and data was tried
 //! and removed (session 4): the frames of a batch are in L1/L2 already and
 //! the prefetch address arithmetic cost more than it saved. Nothing is

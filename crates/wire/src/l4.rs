@@ -126,6 +126,7 @@ impl Parsed {
     /// length, IPv6 40 + payload length), as an offset from the start of
     /// `frame`, the frame this was parsed from. Past `frame.len()` only for
     /// a frame [`parse_cut`] took as cut short.
+    #[inline]
     pub fn ip_end(&self, frame: &[u8]) -> usize {
         let n = usize::from(self.network);
         if self.version == 4 {

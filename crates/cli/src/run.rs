@@ -368,12 +368,14 @@ fn human_bytes(b: u64) -> String {
 }
 
 /// The end-of-run summary: per source and sink, packets, bytes and rates;
-/// drops by element and reason; elapsed time.
+/// bad packets sent to error outputs, and drops, by element and reason;
+/// elapsed time.
 pub fn summary(router: &Router, rep: &RunReport) -> String {
     let secs = rep.elapsed.as_secs_f64().max(1e-9);
     let mut io: Vec<(usize, bool, u64, u64)> = Vec::new();
     let mut drops: Vec<(usize, String, u64)> = Vec::new();
     let mut stats: Vec<(usize, &'static str, u64)> = Vec::new();
+    let mut diverted: Vec<(usize, usize, &'static str, u64)> = Vec::new();
     router.for_each_element(|i, _, e| {
         for (key, n) in e.summary_counts() {
             match stats.iter_mut().find(|x| x.0 == i && x.1 == key) {
@@ -395,6 +397,17 @@ pub fn summary(router: &Router, rep: &RunReport) -> String {
                 match drops.iter_mut().find(|x| x.0 == i && x.1 == reason) {
                     Some(x) => x.2 += n,
                     None => drops.push((i, reason.to_string(), n)),
+                }
+            }
+        }
+        for (port, reason, n) in e.diverted() {
+            if n > 0 {
+                match diverted
+                    .iter_mut()
+                    .find(|x| (x.0, x.1, x.2) == (i, port, reason))
+                {
+                    Some(x) => x.3 += n,
+                    None => diverted.push((i, port, reason, n)),
                 }
             }
         }
@@ -448,6 +461,12 @@ pub fn summary(router: &Router, rep: &RunReport) -> String {
             el[i].class,
             text.join(", "),
             ratio
+        ));
+    }
+    for (i, port, reason, n) in diverted {
+        s.push_str(&format!(
+            "  errors {} ({}) to output {}: {} {}\n",
+            el[i].name, el[i].class, port, n, reason
         ));
     }
     if drops.is_empty() {

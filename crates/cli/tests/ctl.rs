@@ -60,6 +60,34 @@ fn summary_reports_drops_by_element() {
 }
 
 #[test]
+fn summary_lists_bad_packets_sent_to_an_error_output_apart_from_drops() {
+    // The trace's 743 non-IP frames fail L4Parser, then CheckIPHeader. An
+    // element whose output 1 is connected sends them there: the summary
+    // lists them as errors to output 1, not as drops; without output 1
+    // they are drops.
+    for connected in [true, false] {
+        let tail = if connected {
+            "p[1] -> c :: CheckIPHeader(14) -> Discard; c[1] -> Discard"
+        } else {
+            "p[1] -> c :: CheckIPHeader(14) -> Discard"
+        };
+        let conf = format!("FromDump({TRACE}, STOP true) -> p :: L4Parser -> Discard; {tail}");
+        let o = run(&mut linerate(&["run", "-e", &conf, "-h", "p.not_ip"]));
+        o.expect_code(0);
+        let n: u64 = o.stdout.trim().parse().expect("p.not_ip");
+        assert_eq!(n, 743, "{}", o.stderr);
+        let p_errors = format!("  errors p (L4Parser) to output 1: {n} not_ip\n");
+        let c_errors = format!("  errors c (CheckIPHeader) to output 1: {n} bad IP version\n");
+        let c_drops = format!("  drops  c (CheckIPHeader): {n} bad IP version\n");
+        assert!(o.stderr.contains(&p_errors), "{}", o.stderr);
+        assert!(!o.stderr.contains("drops  p (L4Parser)"), "{}", o.stderr);
+        assert_eq!(o.stderr.contains(&c_errors), connected, "{}", o.stderr);
+        assert_eq!(o.stderr.contains(&c_drops), !connected, "{}", o.stderr);
+        assert_eq!(o.stderr.contains("drops: none"), connected, "{}", o.stderr);
+    }
+}
+
+#[test]
 fn summary_reports_flow_meter_counts() {
     // 10 packets over 2 flows: the table meters 10 packets into 2
     // microflows, flushed at the end of the run.

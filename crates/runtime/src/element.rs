@@ -82,6 +82,27 @@ pub struct IoCounts {
     pub bytes: u64,
 }
 
+/// Packets dropped, by reason ([`Element::drops`]).
+pub type Drops = Vec<(&'static str, u64)>;
+/// Packets sent to an error output, by port and reason
+/// ([`Element::diverted`]).
+pub type Diverted = Vec<(usize, &'static str, u64)>;
+
+/// Bad packets by reason, for an element with Click's optional error
+/// output 1, which takes them all when connected (`out1`): what
+/// [`Element::drops`] reports (nothing when they went to output 1) and what
+/// [`Element::diverted`] reports (nothing when they were dropped).
+pub fn drops_or_diverted(out1: bool, bad: Vec<(&'static str, u64)>) -> (Drops, Diverted) {
+    if out1 {
+        (
+            Vec::new(),
+            bad.into_iter().map(|(r, n)| (1, r, n)).collect(),
+        )
+    } else {
+        (bad, Vec::new())
+    }
+}
+
 /// A packet-processing element.
 pub trait Element: Send + 'static {
     /// Packets arrive on push input `port`. The default applies
@@ -174,7 +195,17 @@ pub trait Element: Send + 'static {
     }
 
     /// Packets this element dropped, by reason, for the end-of-run summary.
+    /// Packets it pushed to an error output instead are not drops: see
+    /// [`Element::diverted`].
     fn drops(&self) -> Vec<(&'static str, u64)> {
+        Vec::new()
+    }
+
+    /// Bad packets this element pushed to an error output rather than
+    /// dropping them, by output port and reason, for the end-of-run summary
+    /// (Click's checkers and parsers send them to output 1 when it is
+    /// connected, and drop them otherwise).
+    fn diverted(&self) -> Vec<(usize, &'static str, u64)> {
         Vec::new()
     }
 

@@ -255,6 +255,15 @@ const HANDLERS: &[HandlerSpec] = &[
 ];
 
 impl AesCtr {
+    /// Bad packets by reason (dropped, or sent to output 1).
+    fn bad_list(&self) -> Vec<(&'static str, u64)> {
+        if self.drops > 0 {
+            vec![("short packet", self.drops)]
+        } else {
+            Vec::new()
+        }
+    }
+
     /// The region of a packet of `len` bytes, `None` if it is too short.
     #[inline]
     fn region(&self, len: usize) -> Option<(usize, usize)> {
@@ -447,11 +456,11 @@ impl Element for AesCtr {
     }
 
     fn drops(&self) -> Vec<(&'static str, u64)> {
-        if self.drops > 0 {
-            vec![("short packet", self.drops)]
-        } else {
-            Vec::new()
-        }
+        linerate_runtime::element::drops_or_diverted(self.has_out1, self.bad_list()).0
+    }
+
+    fn diverted(&self) -> Vec<(usize, &'static str, u64)> {
+        linerate_runtime::element::drops_or_diverted(self.has_out1, self.bad_list()).1
     }
 
     fn as_any(&self) -> &dyn Any {

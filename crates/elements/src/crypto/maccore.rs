@@ -177,6 +177,14 @@ const HANDLERS: &[HandlerSpec] = &[
 ];
 
 impl<A: MacAlgo> MacElement<A> {
+    /// Bad packets by reason (dropped, or sent to output 1).
+    fn bad_list(&self) -> Vec<(&'static str, u64)> {
+        [("short packet", self.drops), ("bad MAC", self.failures)]
+            .into_iter()
+            .filter(|(_, n)| *n > 0)
+            .collect()
+    }
+
     /// The region and MAC position for a packet of `len` bytes; `None` if
     /// the packet is too short.
     #[inline]
@@ -395,10 +403,11 @@ impl<A: MacAlgo> Element for MacElement<A> {
     }
 
     fn drops(&self) -> Vec<(&'static str, u64)> {
-        [("short packet", self.drops), ("bad MAC", self.failures)]
-            .into_iter()
-            .filter(|(_, n)| *n > 0)
-            .collect()
+        linerate_runtime::element::drops_or_diverted(self.has_out1, self.bad_list()).0
+    }
+
+    fn diverted(&self) -> Vec<(usize, &'static str, u64)> {
+        linerate_runtime::element::drops_or_diverted(self.has_out1, self.bad_list()).1
     }
 
     fn as_any(&self) -> &dyn Any {

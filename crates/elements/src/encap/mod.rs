@@ -1081,7 +1081,19 @@ macro_rules! tunnel_element {
                 self.inner.counts.read(name)
             }
             fn drops(&self) -> Vec<(&'static str, u64)> {
-                self.inner.counts.drops()
+                linerate_runtime::element::drops_or_diverted(
+                    self.inner.has_out1,
+                    self.inner.counts.drops(),
+                )
+                .0
+            }
+
+            fn diverted(&self) -> Vec<(usize, &'static str, u64)> {
+                linerate_runtime::element::drops_or_diverted(
+                    self.inner.has_out1,
+                    self.inner.counts.drops(),
+                )
+                .1
             }
             fn as_any(&self) -> &dyn std::any::Any {
                 self

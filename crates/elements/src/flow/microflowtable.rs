@@ -1405,6 +1405,14 @@ impl Element for MicroflowTable {
         }
     }
 
+    fn diverted(&self) -> Vec<(usize, &'static str, u64)> {
+        if self.out1 {
+            vec![(1, "ignored (no flow key)", self.stats.ignored)]
+        } else {
+            Vec::new()
+        }
+    }
+
     fn as_any(&self) -> &dyn Any {
         self
     }

@@ -424,7 +424,11 @@ impl Element for CheckIPHeader {
     }
 
     fn drops(&self) -> Vec<(&'static str, u64)> {
-        self.drop_list()
+        linerate_runtime::element::drops_or_diverted(self.has_out1, self.drop_list()).0
+    }
+
+    fn diverted(&self) -> Vec<(usize, &'static str, u64)> {
+        linerate_runtime::element::drops_or_diverted(self.has_out1, self.drop_list()).1
     }
 
     fn as_any(&self) -> &dyn Any {

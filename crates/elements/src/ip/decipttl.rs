@@ -151,11 +151,19 @@ impl Element for DecIPTTL {
     }
 
     fn drops(&self) -> Vec<(&'static str, u64)> {
-        let mut v = vec![("TTL expired", self.drops)];
-        if self.no_header > 0 {
-            v.push(("no IP header", self.no_header));
+        let mut v = vec![("no IP header", self.no_header)];
+        if !self.has_out1 {
+            v.push(("TTL expired", self.drops));
         }
         v
+    }
+
+    fn diverted(&self) -> Vec<(usize, &'static str, u64)> {
+        if self.has_out1 {
+            vec![(1, "TTL expired", self.drops)]
+        } else {
+            Vec::new()
+        }
     }
 
     fn as_any(&self) -> &dyn Any {

@@ -261,7 +261,19 @@ impl Element for IPFragmenter {
     }
 
     fn drops(&self) -> Vec<(&'static str, u64)> {
-        vec![("DF set or MTU too small", self.drops)]
+        linerate_runtime::element::drops_or_diverted(
+            self.has_out1,
+            vec![("DF set or MTU too small", self.drops)],
+        )
+        .0
+    }
+
+    fn diverted(&self) -> Vec<(usize, &'static str, u64)> {
+        linerate_runtime::element::drops_or_diverted(
+            self.has_out1,
+            vec![("DF set or MTU too small", self.drops)],
+        )
+        .1
     }
 
     fn as_any(&self) -> &dyn Any {

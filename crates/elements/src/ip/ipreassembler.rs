@@ -142,6 +142,8 @@ struct IPReassembler {
     frags_seen: u64,
     good: u64,
     failed: u64,
+    /// Of those, the ones sent to output 1.
+    failed_out: u64,
     bad: u64,
 }
 
@@ -173,6 +175,7 @@ fn make(ctx: &ConfigureCtx<'_>) -> Result<Box<dyn Element>, Vec<String>> {
         frags_seen: 0,
         good: 0,
         failed: 0,
+        failed_out: 0,
         bad: 0,
     }))
 }
@@ -275,6 +278,7 @@ impl IPReassembler {
             if self.has_out1 {
                 if let Some(q) = dg.into_packet(ts, None) {
                     failed.push(q);
+                    self.failed_out += 1;
                 }
             }
         }
@@ -351,8 +355,15 @@ impl Element for IPReassembler {
     fn drops(&self) -> Vec<(&'static str, u64)> {
         vec![
             ("bad fragments", self.bad),
-            ("incomplete datagrams given up", self.failed),
+            (
+                "incomplete datagrams given up",
+                self.failed - self.failed_out,
+            ),
         ]
+    }
+
+    fn diverted(&self) -> Vec<(usize, &'static str, u64)> {
+        vec![(1, "incomplete datagrams given up", self.failed_out)]
     }
 
     fn as_any(&self) -> &dyn Any {

@@ -103,7 +103,19 @@ impl Element for SetUDPChecksum {
     }
 
     fn drops(&self) -> Vec<(&'static str, u64)> {
-        vec![("fragment or short packet", self.drops)]
+        linerate_runtime::element::drops_or_diverted(
+            self.has_out1,
+            vec![("fragment or short packet", self.drops)],
+        )
+        .0
+    }
+
+    fn diverted(&self) -> Vec<(usize, &'static str, u64)> {
+        linerate_runtime::element::drops_or_diverted(
+            self.has_out1,
+            vec![("fragment or short packet", self.drops)],
+        )
+        .1
     }
 
     fn as_any(&self) -> &dyn Any {

@@ -228,7 +228,19 @@ macro_rules! check_element_common {
             self.counts.read(name)
         }
         fn drops(&self) -> Vec<(&'static str, u64)> {
-            self.counts.drop_list()
+            linerate_runtime::element::drops_or_diverted(
+                self.counts.has_out1,
+                self.counts.drop_list(),
+            )
+            .0
+        }
+
+        fn diverted(&self) -> Vec<(usize, &'static str, u64)> {
+            linerate_runtime::element::drops_or_diverted(
+                self.counts.has_out1,
+                self.counts.drop_list(),
+            )
+            .1
         }
         fn as_any(&self) -> &dyn std::any::Any {
             self

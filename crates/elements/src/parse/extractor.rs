@@ -244,7 +244,19 @@ impl Element for Extractor {
     }
 
     fn drops(&self) -> Vec<(&'static str, u64)> {
-        super::reason_drops(&self.by_reason)
+        linerate_runtime::element::drops_or_diverted(
+            self.has_out1,
+            super::reason_drops(&self.by_reason),
+        )
+        .0
+    }
+
+    fn diverted(&self) -> Vec<(usize, &'static str, u64)> {
+        linerate_runtime::element::drops_or_diverted(
+            self.has_out1,
+            super::reason_drops(&self.by_reason),
+        )
+        .1
     }
 
     fn as_any(&self) -> &dyn Any {

@@ -563,6 +563,16 @@ impl IPChecksum {
         self.count += n - bad.as_ref().map_or(0, |b| b.len() as u64);
         (batch, bad)
     }
+
+    /// Bad packets by reason (dropped, or sent to output 1).
+    fn bad(&self) -> Vec<(&'static str, u64)> {
+        REASONS
+            .iter()
+            .zip(self.by_reason)
+            .filter(|(_, n)| *n > 0)
+            .map(|(r, n)| (*r, n))
+            .collect()
+    }
 }
 
 impl Element for IPChecksum {
@@ -590,12 +600,11 @@ impl Element for IPChecksum {
     }
 
     fn drops(&self) -> Vec<(&'static str, u64)> {
-        REASONS
-            .iter()
-            .zip(self.by_reason)
-            .filter(|(_, n)| *n > 0)
-            .map(|(r, n)| (*r, n))
-            .collect()
+        linerate_runtime::element::drops_or_diverted(self.has_out1, self.bad()).0
+    }
+
+    fn diverted(&self) -> Vec<(usize, &'static str, u64)> {
+        linerate_runtime::element::drops_or_diverted(self.has_out1, self.bad()).1
     }
 
     fn as_any(&self) -> &dyn Any {

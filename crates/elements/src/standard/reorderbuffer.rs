@@ -228,6 +228,14 @@ const HANDLERS: &[HandlerSpec] = &[
 ];
 
 impl ReorderBuffer {
+    /// Rejected packets by reason (dropped, or sent to output 1).
+    fn bad_list(&self) -> Vec<(&'static str, u64)> {
+        [("late", self.late), ("duplicate", self.duplicates)]
+            .into_iter()
+            .filter(|(_, n)| *n > 0)
+            .collect()
+    }
+
     #[inline]
     fn seq(&self, p: &Packet) -> u32 {
         p.anno().u32(self.anno)
@@ -430,10 +438,11 @@ impl Element for ReorderBuffer {
     }
 
     fn drops(&self) -> Vec<(&'static str, u64)> {
-        [("late", self.late), ("duplicate", self.duplicates)]
-            .into_iter()
-            .filter(|(_, n)| *n > 0)
-            .collect()
+        linerate_runtime::element::drops_or_diverted(self.has_out1, self.bad_list()).0
+    }
+
+    fn diverted(&self) -> Vec<(usize, &'static str, u64)> {
+        linerate_runtime::element::drops_or_diverted(self.has_out1, self.bad_list()).1
     }
 
     fn as_any(&self) -> &dyn Any {

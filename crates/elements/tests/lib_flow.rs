@@ -495,6 +495,14 @@ struct GenPkt {
 }
 
 fn synthetic(seed: u64, nflows: usize) -> Vec<GenPkt> {
+    synthetic_with(seed, nflows, false)
+}
+
+/// [`synthetic`]; with `after_fin`, half the TCP connections go on after
+/// their FIN: the side that sent it sends 1-3 more packets (ACKs, the
+/// last of them a retransmitted FIN one time in two), as a FIN answered
+/// late or lost does.
+fn synthetic_with(seed: u64, nflows: usize, after_fin: bool) -> Vec<GenPkt> {
     let mut rng = Rng((seed ^ 0x9e37_79b9_7f4a_7c15).wrapping_mul(0xbf58_476d_1ce4_e5b9) | 1);
     let mut pkts = Vec::new();
     for f in 0..nflows {
@@ -530,14 +538,25 @@ fn synthetic(seed: u64, nflows: usize) -> Vec<GenPkt> {
                 }
             }
         };
-        for i in 0..n + if proto == 6 { 3 } else { 0 } {
+        let conn = n + if proto == 6 { 3 } else { 0 };
+        let extra = if after_fin && proto == 6 && rng.below(2) == 0 {
+            1 + rng.below(3)
+        } else {
+            0
+        };
+        let mut fin_to_server = true;
+        for i in 0..conn + extra {
             let span = if rng.below(10) == 0 {
                 2 * S
             } else {
                 20_000_000
             };
             t += 1 + rng.below(span);
-            let to_server = proto != 6 || i % 2 == 0 || i == 2;
+            let to_server = if i < conn {
+                proto != 6 || i % 2 == 0 || i == 2
+            } else {
+                fin_to_server
+            };
             let (src, dst) = if to_server { (ca, sa) } else { (sa, ca) };
             let ip = Ip {
                 v6,
@@ -554,13 +573,18 @@ fn synthetic(seed: u64, nflows: usize) -> Vec<GenPkt> {
             } else {
                 rng.below(100) as usize
             };
-            let last = i + 1 == n + if proto == 6 { 3 } else { 0 };
+            let last = i + 1 == conn;
+            if last {
+                fin_to_server = to_server;
+            }
             let (l4, flags, sport, dport) = match proto {
                 6 => {
                     let flags = match i {
                         0 => 0x02,
                         1 => 0x12,
                         _ if last => 0x11,
+                        _ if i + 1 == conn + extra && extra % 2 == 0 => 0x11,
+                        _ if i >= conn => 0x10,
                         _ => 0x18,
                     };
                     let (sp, dp) = if to_server { (port, 443) } else { (443, port) };
@@ -672,7 +696,7 @@ fn synthetic(seed: u64, nflows: usize) -> Vec<GenPkt> {
 /// A direction's key: 5-tuple and VLAN.
 type Key = (FlowKey, u16);
 
-fn truth(pkts: &[GenPkt]) -> (Vec<Key>, HashMap<Key, Direction>) {
+fn truth<'a>(pkts: impl IntoIterator<Item = &'a GenPkt>) -> (Vec<Key>, HashMap<Key, Direction>) {
     let mut order = Vec::new();
     let mut m: HashMap<Key, Direction> = HashMap::new();
     for p in pkts {
@@ -720,6 +744,36 @@ fn truth(pkts: &[GenPkt]) -> (Vec<Key>, HashMap<Key, Direction>) {
     (order, m)
 }
 
+/// The one-way records of `pkts` when TCP end of flow is on: a
+/// direction's record ends with its FIN or RST packet, and its next packet
+/// starts another.
+fn truth_split(pkts: &[GenPkt]) -> Vec<(Key, Direction)> {
+    let mut done = Vec::new();
+    let mut open: HashMap<Key, Vec<&GenPkt>> = HashMap::new();
+    for p in pkts {
+        let Some(k) = p.key else { continue };
+        let run = open.entry(k).or_default();
+        run.push(p);
+        if p.flags & 0x05 != 0 {
+            let run = std::mem::take(run);
+            done.push((k, one_record(&run)));
+        }
+    }
+    for (k, run) in open {
+        if !run.is_empty() {
+            done.push((k, one_record(&run)));
+        }
+    }
+    done
+}
+
+/// The features of packets `run` of one direction, as one record.
+fn one_record(run: &[&GenPkt]) -> Direction {
+    let (_, m) = truth(run.iter().copied());
+    assert_eq!(m.len(), 1);
+    m.into_values().next().unwrap()
+}
+
 /// A one-way record as a collector sees it: the key the IPFIX templates
 /// carry (IP version, addresses, ports, protocol, ICMP type and code, ICMP
 /// echo identifier, VLAN id), and the features and end reason.
@@ -729,8 +783,9 @@ type Seen = (
 );
 
 /// The end reason of a one-way record with features `d`: end of flow for
-/// TCP with FIN or RST when `tcpend` (the synthetic trace's FIN is its
-/// connection's last packet), else forced at the end of the run.
+/// TCP with FIN or RST when `tcpend` (a ground-truth record with one ends
+/// with it: the synthetic trace's FIN is its connection's last packet, and
+/// `truth_split` cuts after each), else forced at the end of the run.
 fn reason_of(d: &Direction, tcpend: bool) -> u8 {
     if tcpend && d.tcp_flags & 0x05 != 0 {
         end_reason::END_OF_FLOW
@@ -740,9 +795,12 @@ fn reason_of(d: &Direction, tcpend: bool) -> u8 {
 }
 
 /// The ground truth `want` as a collector should see it, sorted.
-fn expected(want: &HashMap<Key, Direction>, tcpend: bool) -> Vec<Seen> {
+fn expected<'a>(
+    want: impl IntoIterator<Item = (&'a Key, &'a Direction)>,
+    tcpend: bool,
+) -> Vec<Seen> {
     let mut v: Vec<Seen> = want
-        .iter()
+        .into_iter()
         .map(|((k, vlan), d)| {
             let icmp = matches!(k.proto, 1 | 58);
             let (sp, dp, tc, id) = if icmp {
@@ -943,6 +1001,64 @@ fn synthetic_trace_matches_ground_truth() {
             }
             assert_eq!(recs.len(), expect);
         }
+    }
+}
+
+/// TCP end of flow on a trace whose connections go on after their FIN:
+/// each direction's record ends with its FIN, the packets after it make
+/// another record (ended by a retransmitted FIN, or forced at the end),
+/// field for field as the ground truth has them, in the records and in the
+/// IPFIX file; whatever the table (one slot in 64 for many flows, 1 MB
+/// two-way, the reference implementation).
+#[test]
+fn packets_after_a_fin_start_a_new_record() {
+    let pkts = synthetic_with(0xf1f1, 400, true);
+    let frames: Vec<Frame> = pkts.iter().map(|p| (p.t, p.frame.clone())).collect();
+    let pcap = tmp("after-fin.pcap");
+    write_pcap(&pcap, &frames);
+    let mut want = truth_split(&pkts);
+    let (_, whole) = truth(&pkts);
+    let split = want.len() - whole.len();
+    assert!(split > 50, "{split} directions go on after their FIN");
+    want.sort_by_key(|(k, d)| (format!("{k:?}"), d.first_ns));
+    for (i, table) in [
+        "SLOTS 64, WAYS 1",
+        "TABLE 1MB, WAYS 2",
+        "SLOTS 100, WAYS 2, IMPL reference",
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let name = format!("afterfin{i}");
+        let ipfix = tmp(&format!("{name}.ipfix"));
+        let r = run(&format!(
+            "FromDump({}, STOP true) -> p :: L4Parser -> mt :: MicroflowTable({table})
+             -> fa :: FlowAggregator(ACTIVE 0, IDLE 0, TCPEND true, VLAN true)
+             -> t :: Tee -> Grab({name});
+             t[1] -> IPFIXExport(FILENAME {});
+             p[1] -> mt;",
+            pcap.display(),
+            ipfix.display(),
+        ));
+        assert_eq!(read(&r, "fa.records"), want.len().to_string(), "{table}");
+        let mut recs: Vec<(Key, Direction, u8)> = grabbed(&name)
+            .into_iter()
+            .map(|r| {
+                assert_eq!(r.rev, Direction::default());
+                ((r.key, r.vlan), r.fwd, r.end_reason)
+            })
+            .collect();
+        recs.sort_by_key(|(k, d, _)| (format!("{k:?}"), d.first_ns));
+        assert_eq!(recs.len(), want.len(), "{table}");
+        for ((k, d, reason), (wk, wd)) in recs.iter().zip(&want) {
+            assert_eq!((k, d), (wk, wd), "{table}");
+            assert_eq!(*reason, reason_of(wd, true), "{table}: {k:?}");
+        }
+        assert_eq!(
+            exported(&ipfix),
+            expected(want.iter().map(|(k, d)| (k, d)), true),
+            "{table}: the IPFIX file"
+        );
     }
 }
 

@@ -13,6 +13,22 @@ macro_rules! element_doc {
     };
 }
 
+/// `Element::drops` and `Element::diverted` of an element whose output 1,
+/// when connected (`$out1`), takes every bad packet it counts (`$bad`, by
+/// reason): drops without that output, errors sent there with it
+/// (`linerate_runtime::element::drops_or_diverted`). `$this` is `self`.
+macro_rules! drops_or_output_1 {
+    ($this:ident, $out1:expr, $bad:expr) => {
+        fn drops(&$this) -> linerate_runtime::element::Drops {
+            linerate_runtime::element::drops_or_diverted($out1, $bad).0
+        }
+
+        fn diverted(&$this) -> linerate_runtime::element::Diverted {
+            linerate_runtime::element::drops_or_diverted($out1, $bad).1
+        }
+    };
+}
+
 pub mod analysis;
 pub mod classification;
 pub mod crypto;

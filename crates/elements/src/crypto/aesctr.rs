@@ -455,13 +455,7 @@ impl Element for AesCtr {
         }
     }
 
-    fn drops(&self) -> Vec<(&'static str, u64)> {
-        linerate_runtime::element::drops_or_diverted(self.has_out1, self.bad_list()).0
-    }
-
-    fn diverted(&self) -> Vec<(usize, &'static str, u64)> {
-        linerate_runtime::element::drops_or_diverted(self.has_out1, self.bad_list()).1
-    }
+    drops_or_output_1!(self, self.has_out1, self.bad_list());
 
     fn as_any(&self) -> &dyn Any {
         self

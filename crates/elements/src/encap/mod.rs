@@ -1080,21 +1080,7 @@ macro_rules! tunnel_element {
             fn read_handler(&self, name: &str) -> Option<String> {
                 self.inner.counts.read(name)
             }
-            fn drops(&self) -> Vec<(&'static str, u64)> {
-                linerate_runtime::element::drops_or_diverted(
-                    self.inner.has_out1,
-                    self.inner.counts.drops(),
-                )
-                .0
-            }
-
-            fn diverted(&self) -> Vec<(usize, &'static str, u64)> {
-                linerate_runtime::element::drops_or_diverted(
-                    self.inner.has_out1,
-                    self.inner.counts.drops(),
-                )
-                .1
-            }
+            drops_or_output_1!(self, self.inner.has_out1, self.inner.counts.drops());
             fn as_any(&self) -> &dyn std::any::Any {
                 self
             }

@@ -260,21 +260,11 @@ impl Element for IPFragmenter {
         })
     }
 
-    fn drops(&self) -> Vec<(&'static str, u64)> {
-        linerate_runtime::element::drops_or_diverted(
-            self.has_out1,
-            vec![("DF set or MTU too small", self.drops)],
-        )
-        .0
-    }
-
-    fn diverted(&self) -> Vec<(usize, &'static str, u64)> {
-        linerate_runtime::element::drops_or_diverted(
-            self.has_out1,
-            vec![("DF set or MTU too small", self.drops)],
-        )
-        .1
-    }
+    drops_or_output_1!(
+        self,
+        self.has_out1,
+        vec![("DF set or MTU too small", self.drops)]
+    );
 
     fn as_any(&self) -> &dyn Any {
         self

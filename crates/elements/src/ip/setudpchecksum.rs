@@ -102,21 +102,11 @@ impl Element for SetUDPChecksum {
         batch
     }
 
-    fn drops(&self) -> Vec<(&'static str, u64)> {
-        linerate_runtime::element::drops_or_diverted(
-            self.has_out1,
-            vec![("fragment or short packet", self.drops)],
-        )
-        .0
-    }
-
-    fn diverted(&self) -> Vec<(usize, &'static str, u64)> {
-        linerate_runtime::element::drops_or_diverted(
-            self.has_out1,
-            vec![("fragment or short packet", self.drops)],
-        )
-        .1
-    }
+    drops_or_output_1!(
+        self,
+        self.has_out1,
+        vec![("fragment or short packet", self.drops)]
+    );
 
     fn as_any(&self) -> &dyn Any {
         self

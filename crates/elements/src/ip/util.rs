@@ -227,21 +227,7 @@ macro_rules! check_element_common {
         fn read_handler(&self, name: &str) -> Option<String> {
             self.counts.read(name)
         }
-        fn drops(&self) -> Vec<(&'static str, u64)> {
-            linerate_runtime::element::drops_or_diverted(
-                self.counts.has_out1,
-                self.counts.drop_list(),
-            )
-            .0
-        }
-
-        fn diverted(&self) -> Vec<(usize, &'static str, u64)> {
-            linerate_runtime::element::drops_or_diverted(
-                self.counts.has_out1,
-                self.counts.drop_list(),
-            )
-            .1
-        }
+        drops_or_output_1!(self, self.counts.has_out1, self.counts.drop_list());
         fn as_any(&self) -> &dyn std::any::Any {
             self
         }

@@ -599,13 +599,7 @@ impl Element for IPChecksum {
         }
     }
 
-    fn drops(&self) -> Vec<(&'static str, u64)> {
-        linerate_runtime::element::drops_or_diverted(self.has_out1, self.bad()).0
-    }
-
-    fn diverted(&self) -> Vec<(usize, &'static str, u64)> {
-        linerate_runtime::element::drops_or_diverted(self.has_out1, self.bad()).1
-    }
+    drops_or_output_1!(self, self.has_out1, self.bad());
 
     fn as_any(&self) -> &dyn Any {
         self

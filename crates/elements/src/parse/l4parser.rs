@@ -631,21 +631,7 @@ impl Element for L4Parser {
         }
     }
 
-    fn drops(&self) -> Vec<(&'static str, u64)> {
-        linerate_runtime::element::drops_or_diverted(
-            self.has_out1,
-            super::reason_drops(&self.by_reason),
-        )
-        .0
-    }
-
-    fn diverted(&self) -> Vec<(usize, &'static str, u64)> {
-        linerate_runtime::element::drops_or_diverted(
-            self.has_out1,
-            super::reason_drops(&self.by_reason),
-        )
-        .1
-    }
+    drops_or_output_1!(self, self.has_out1, super::reason_drops(&self.by_reason));
 
     fn as_any(&self) -> &dyn Any {
         self

@@ -88,6 +88,17 @@ pub type Drops = Vec<(&'static str, u64)>;
 /// ([`Element::diverted`]).
 pub type Diverted = Vec<(usize, &'static str, u64)>;
 
+/// Reason names paired with their counts, for [`Element::drops`] (reasons
+/// without packets left out).
+pub fn named_counts(names: &[&'static str], counts: &[u64]) -> Drops {
+    names
+        .iter()
+        .zip(counts)
+        .filter(|(_, n)| **n > 0)
+        .map(|(r, n)| (*r, *n))
+        .collect()
+}
+
 /// Bad packets by reason, for an element with Click's optional error
 /// output 1, which takes them all when connected (`out1`): what
 /// [`Element::drops`] reports (nothing when they went to output 1) and what

@@ -1213,6 +1213,52 @@ mod tests {
         }
     }
 
+    /// Shapes random bytes `f` into a frame for the property tests: `tags`
+    /// 802.1Q tags (802.1ad with `ad`), the IPv4 or IPv6 (`v6`) EtherType
+    /// and version, protocol `proto`, an IPv4 header length of 5 words with
+    /// `ihl5` (else random); with `fit` the IP length is the frame's and
+    /// IPv4 is no later fragment, else it is one of the header's random
+    /// bytes.
+    fn shape_frame(
+        f: &mut [u8],
+        tags: usize,
+        ad: bool,
+        v6: bool,
+        proto: u8,
+        ihl5: bool,
+        fit: bool,
+    ) {
+        let tpid: [u8; 2] = if ad { [0x88, 0xa8] } else { [0x81, 0x00] };
+        for k in 0..tags {
+            if let Some(t) = f.get_mut(12 + 4 * k..14 + 4 * k) {
+                t.copy_from_slice(&tpid);
+            }
+        }
+        let off = 14 + 4 * tags;
+        let et: [u8; 2] = if v6 { [0x86, 0xdd] } else { [0x08, 0x00] };
+        if let Some(t) = f.get_mut(off - 2..off) {
+            t.copy_from_slice(&et);
+        }
+        let avail = f.len().saturating_sub(off);
+        if let Some(ip) = f.get_mut(off..) {
+            if v6 && ip.len() >= 40 {
+                ip[0] = 0x60 | (ip[0] & 0x0f);
+                ip[6] = proto;
+                let plen = if fit { avail - 40 } else { usize::from(ip[5]) };
+                ip[4..6].copy_from_slice(&(plen as u16).to_be_bytes());
+            } else if !v6 && ip.len() >= 20 {
+                ip[0] = if ihl5 { 0x45 } else { 0x40 | (ip[0] & 0x0f) };
+                ip[9] = proto;
+                let total = if fit { avail } else { usize::from(ip[3]) };
+                ip[2..4].copy_from_slice(&(total as u16).to_be_bytes());
+                if fit {
+                    ip[6] &= 0x20;
+                    ip[7] = 0;
+                }
+            }
+        }
+    }
+
     proptest::proptest! {
         /// Where the common path answers, the general path gives the same
         /// result: frames with 0-2 tags, IPv4 or IPv6 headers with random
@@ -1232,37 +1278,7 @@ mod tests {
             ],
             short in proptest::prelude::any::<bool>(),
         ) {
-            let tpid: [u8; 2] = if ad { [0x88, 0xa8] } else { [0x81, 0x00] };
-            for k in 0..tags {
-                if let Some(t) = f.get_mut(12 + 4 * k..14 + 4 * k) {
-                    t.copy_from_slice(&tpid);
-                }
-            }
-            let off = 14 + 4 * tags;
-            let et: [u8; 2] = if v6 { [0x86, 0xdd] } else { [0x08, 0x00] };
-            if let Some(t) = f.get_mut(off - 2..off) {
-                t.copy_from_slice(&et);
-            }
-            let avail = f.len().saturating_sub(off);
-            if let Some(ip) = f.get_mut(off..) {
-                if v6 && ip.len() >= 40 {
-                    ip[0] = 0x60 | (ip[0] & 0x0f);
-                    ip[6] = proto;
-                    let plen = if short { avail - 40 } else { usize::from(ip[5]) };
-                    ip[4..6].copy_from_slice(&(plen as u16).to_be_bytes());
-                } else if !v6 && ip.len() >= 20 {
-                    if ihl5 {
-                        ip[0] = 0x45;
-                    }
-                    ip[9] = proto;
-                    let total = if short { avail } else { usize::from(ip[3]) };
-                    ip[2..4].copy_from_slice(&(total as u16).to_be_bytes());
-                    if short {
-                        ip[6] &= 0x20;
-                        ip[7] = 0;
-                    }
-                }
-            }
+            shape_frame(&mut f, tags, ad, v6, proto, ihl5, short);
             if let Some(p) = parse_common(&f) {
                 proptest::prop_assert_eq!(Ok(p), parse_general(&f));
                 proptest::prop_assert_eq!(Ok(p), parse(&f));
@@ -1273,8 +1289,8 @@ mod tests {
     proptest::proptest! {
         /// `parse_cut` is `parse_general` wherever that does not answer
         /// `BadLength`, so a frame that may be cut needs one parse: frames
-        /// as in `common_path_agrees_with_general` (their IP length the
-        /// frame's with `whole`), then `k` bytes cut from their end and a
+        /// from `shape_frame` (their IP length the frame's with `whole`),
+        /// then `k` bytes cut from their end and a
         /// `cut` allowance near `k` or anywhere. `Parsed::ip_end` runs past
         /// the frame exactly when the general parser refused it. Where the
         /// common path for cut frames answers, it answers as `parse_cut`.
@@ -1299,34 +1315,7 @@ mod tests {
         ) {
             // The allowance near the bytes cut (off by up to 3), or anything.
             let cut = if near { (k as i64 + slack).max(0) as usize } else { far };
-            for t in 0..tags {
-                if let Some(b) = f.get_mut(12 + 4 * t..14 + 4 * t) {
-                    b.copy_from_slice(&[0x81, 0x00]);
-                }
-            }
-            let off = 14 + 4 * tags;
-            let et: [u8; 2] = if v6 { [0x86, 0xdd] } else { [0x08, 0x00] };
-            if let Some(b) = f.get_mut(off - 2..off) {
-                b.copy_from_slice(&et);
-            }
-            let avail = f.len().saturating_sub(off);
-            if let Some(ip) = f.get_mut(off..) {
-                if v6 && ip.len() >= 40 {
-                    ip[0] = 0x60 | (ip[0] & 0x0f);
-                    ip[6] = proto;
-                    if whole {
-                        ip[4..6].copy_from_slice(&((avail - 40) as u16).to_be_bytes());
-                    }
-                } else if !v6 && ip.len() >= 20 {
-                    ip[0] = if ihl5 { 0x45 } else { 0x40 | (ip[0] & 0x0f) };
-                    ip[9] = proto;
-                    if whole {
-                        ip[2..4].copy_from_slice(&(avail as u16).to_be_bytes());
-                        ip[6] &= 0x20;
-                        ip[7] = 0;
-                    }
-                }
-            }
+            shape_frame(&mut f, tags, false, v6, proto, ihl5, whole);
             let fr = &f[..f.len().saturating_sub(k)];
             let (g, c) = (parse_general(fr), parse_cut(fr, cut));
             if let Some(p) = parse_common_cut_then(fr, cut, |p| p) {

@@ -120,12 +120,7 @@ impl Counts {
     }
 
     pub(crate) fn drops(&self) -> Vec<(&'static str, u64)> {
-        self.reasons
-            .iter()
-            .zip(self.by_reason)
-            .filter(|(_, n)| *n > 0)
-            .map(|(r, n)| (*r, n))
-            .collect()
+        linerate_runtime::element::named_counts(self.reasons, &self.by_reason)
     }
 }
 

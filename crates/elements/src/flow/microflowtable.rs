@@ -1397,21 +1397,11 @@ impl Element for MicroflowTable {
         ]
     }
 
-    fn drops(&self) -> Vec<(&'static str, u64)> {
-        if self.out1 || self.stats.ignored == 0 {
-            Vec::new()
-        } else {
-            vec![("ignored (no flow key)", self.stats.ignored)]
-        }
-    }
-
-    fn diverted(&self) -> Vec<(usize, &'static str, u64)> {
-        if self.out1 {
-            vec![(1, "ignored (no flow key)", self.stats.ignored)]
-        } else {
-            Vec::new()
-        }
-    }
+    drops_or_output_1!(
+        self,
+        self.out1,
+        linerate_runtime::element::named_counts(&["ignored (no flow key)"], &[self.stats.ignored])
+    );
 
     fn as_any(&self) -> &dyn Any {
         self

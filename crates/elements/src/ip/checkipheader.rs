@@ -392,12 +392,7 @@ impl CheckIPHeader {
     }
 
     pub(crate) fn drop_list(&self) -> Vec<(&'static str, u64)> {
-        REASONS
-            .iter()
-            .zip(self.reason_drops)
-            .filter(|(_, n)| *n > 0)
-            .map(|(r, n)| (*r, n))
-            .collect()
+        linerate_runtime::element::named_counts(&REASONS, &self.reason_drops)
     }
 }
 

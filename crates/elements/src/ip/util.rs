@@ -208,12 +208,7 @@ impl CheckCounts {
     }
 
     pub(crate) fn drop_list(&self) -> Vec<(&'static str, u64)> {
-        self.reasons
-            .iter()
-            .zip(self.by_reason)
-            .filter(|(_, n)| *n > 0)
-            .map(|(r, n)| (*r, n))
-            .collect()
+        linerate_runtime::element::named_counts(self.reasons, &self.by_reason)
     }
 }
 

@@ -566,12 +566,7 @@ impl IPChecksum {
 
     /// Bad packets by reason (dropped, or sent to output 1).
     fn bad(&self) -> Vec<(&'static str, u64)> {
-        REASONS
-            .iter()
-            .zip(self.by_reason)
-            .filter(|(_, n)| *n > 0)
-            .map(|(r, n)| (*r, n))
-            .collect()
+        linerate_runtime::element::named_counts(&REASONS, &self.by_reason)
     }
 }
 

@@ -136,9 +136,10 @@ fn every_length_is_copied_exactly_including_records_larger_than_the_buffer() {
     let sink = Shared::default();
     let mut w = PcapWriter::new(sink.clone(), LinkType::ETHERNET, 0, false).unwrap();
     let mut expect = Vec::new();
-    // Lengths around the short-copy cases (16, 32, 64) and records that fill the
-    // 256 KiB buffer several times, then one larger than the buffer.
-    let lengths = (0..=130).chain([4000, 70_000, 200_000, 300_000, 3]);
+    // Lengths around the short-copy cases (16, 32, 64), records longer than
+    // the 64 KiB slack behind a chunk (written directly), records that fill
+    // the 2 MiB chunk, then one larger than the whole buffer.
+    let lengths = (0..=130).chain([4000, 70_000, 200_000, 1_500_000, 900_000, 2_500_000, 3]);
     for (i, n) in lengths.enumerate() {
         let data: Vec<u8> = (0..n).map(|j| (i * 7 + j * 13) as u8).collect();
         let ts = 1_000_000_000 * i as u64 + 1234 * i as u64;
@@ -146,7 +147,7 @@ fn every_length_is_copied_exactly_including_records_larger_than_the_buffer() {
         expect.extend(record(ts, n as u32 + 4, &data));
     }
     w.flush().unwrap();
-    assert_eq!(w.count(), 136);
+    assert_eq!(w.count(), 138);
     assert_eq!(sink.bytes()[24..], expect[..]);
 }
 
@@ -157,9 +158,9 @@ fn write_buffered_stops_at_the_first_record_that_does_not_fit() {
     let mut w = PcapWriter::new(sink.clone(), LinkType::ETHERNET, 100, false).unwrap();
     let mut expect = Vec::new();
     // Batches of records of 0-130 bytes (cut to the 100-byte snaplen) that
-    // fill the 256 KiB buffer many times over; what `write_buffered` leaves
+    // fill the 2 MiB chunk many times over; what `write_buffered` leaves
     // goes through `write`, as ToDump does.
-    let recs: Vec<(u64, u32, Vec<u8>)> = (0..40_000usize)
+    let recs: Vec<(u64, u32, Vec<u8>)> = (0..250_000usize)
         .map(|i| {
             let n = i * 37 % 131;
             let data = (0..n).map(|j| (i * 7 + j * 13) as u8).collect();
@@ -186,8 +187,8 @@ fn write_buffered_stops_at_the_first_record_that_does_not_fit() {
     }
     w.flush().unwrap();
     assert!(stopped > 5, "the buffer filled only {stopped} times");
-    assert_eq!(total, 40_000);
-    assert_eq!(w.count(), 40_000);
+    assert_eq!(total, 250_000);
+    assert_eq!(w.count(), 250_000);
     assert_eq!(sink.bytes()[24..], expect[..]);
 }
 
@@ -219,7 +220,7 @@ fn a_failing_sink_fails_records_and_loses_no_buffered_bytes() {
     let data = [0xabu8; 1000];
     let mut ok = 0;
     let mut failed = 0;
-    for _ in 0..600 {
+    for _ in 0..3000 {
         match w.write(0, 1000, &data) {
             Ok(()) => ok += 1,
             Err(e) => {
@@ -228,7 +229,8 @@ fn a_failing_sink_fails_records_and_loses_no_buffered_bytes() {
             }
         }
     }
-    // The buffer filled, its first 100,000 bytes went out, the rest stayed.
+    // The 2 MiB chunk filled, its first 100,000 bytes went out, the rest
+    // stayed; when the chunk filled again, records failed.
     assert!(failed > 0 && ok > 0, "{ok} {failed}");
     assert_eq!(w.count(), ok);
     assert!(w.flush().is_err());
@@ -239,4 +241,52 @@ fn a_failing_sink_fails_records_and_loses_no_buffered_bytes() {
     let rec = record(0, 1000, &data);
     assert_eq!(bytes.len(), 24 + rec.len() * ok as usize);
     assert!(bytes[24..].chunks(rec.len()).all(|c| c == rec));
+}
+
+/// A sink that keeps the size of every write.
+#[derive(Clone, Default)]
+struct Sizes(Arc<Mutex<(Vec<u8>, Vec<usize>)>>);
+
+impl Write for Sizes {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let mut s = self.0.lock().unwrap();
+        s.0.extend_from_slice(buf);
+        s.1.push(buf.len());
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+#[cfg(target_endian = "little")]
+#[test]
+fn the_file_is_written_in_whole_2_mib_chunks() {
+    // A write of 2 MiB at a 2 MiB offset is what a filesystem with large
+    // folios caches as one 2 MiB folio (see the writer's `CHUNK`).
+    let sink = Sizes::default();
+    let mut w = PcapWriter::new(sink.clone(), LinkType::ETHERNET, 0, false).unwrap();
+    let mut expect = Vec::new();
+    for i in 0..20_000usize {
+        // 0 to 1,500 bytes, and a 60,000-byte record (within the slack) now and then.
+        let n = if i % 997 == 5 { 60_000 } else { i * 131 % 1501 };
+        let data: Vec<u8> = (0..n).map(|j| (i + j * 3) as u8).collect();
+        let ts = 1_000_000 * i as u64;
+        if i % 2 == 0 {
+            w.write(ts, n as u32, &data).unwrap();
+        } else {
+            let (k, _) = w.write_buffered(std::iter::once((ts, n as u32, &data[..])));
+            if k == 0 {
+                w.write(ts, n as u32, &data).unwrap();
+            }
+        }
+        expect.extend(record(ts, n as u32, &data));
+    }
+    w.flush().unwrap();
+    let (bytes, sizes) = sink.0.lock().unwrap().clone();
+    assert_eq!(bytes[24..], expect[..]);
+    assert!(sizes.len() > 5, "{sizes:?}");
+    let (last, whole) = sizes.split_last().unwrap();
+    assert!(whole.iter().all(|&n| n == 2 << 20), "{sizes:?}");
+    assert!(*last <= 2 << 20);
 }

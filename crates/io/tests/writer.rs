@@ -8,13 +8,16 @@ use std::sync::{Arc, Mutex};
 use common::*;
 use linerate_io::pcap::{LinkType, PcapReader, PcapWriter, DEFAULT_SNAPLEN};
 
-/// A sink the test can read back after the writer is done.
+/// A sink the test can read back after the writer is done: the bytes, and
+/// the size of every write.
 #[derive(Clone, Default)]
-struct Shared(Arc<Mutex<Vec<u8>>>);
+struct Shared(Arc<Mutex<(Vec<u8>, Vec<usize>)>>);
 
 impl Write for Shared {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
+        let mut s = self.0.lock().unwrap();
+        s.0.extend_from_slice(buf);
+        s.1.push(buf.len());
         Ok(buf.len())
     }
     fn flush(&mut self) -> io::Result<()> {
@@ -24,7 +27,10 @@ impl Write for Shared {
 
 impl Shared {
     fn bytes(&self) -> Vec<u8> {
-        self.0.lock().unwrap().clone()
+        self.0.lock().unwrap().0.clone()
+    }
+    fn sizes(&self) -> Vec<usize> {
+        self.0.lock().unwrap().1.clone()
     }
 }
 
@@ -243,28 +249,12 @@ fn a_failing_sink_fails_records_and_loses_no_buffered_bytes() {
     assert!(bytes[24..].chunks(rec.len()).all(|c| c == rec));
 }
 
-/// A sink that keeps the size of every write.
-#[derive(Clone, Default)]
-struct Sizes(Arc<Mutex<(Vec<u8>, Vec<usize>)>>);
-
-impl Write for Sizes {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        let mut s = self.0.lock().unwrap();
-        s.0.extend_from_slice(buf);
-        s.1.push(buf.len());
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> io::Result<()> {
-        Ok(())
-    }
-}
-
 #[cfg(target_endian = "little")]
 #[test]
 fn the_file_is_written_in_whole_2_mib_chunks() {
     // A write of 2 MiB at a 2 MiB offset is what a filesystem with large
     // folios caches as one 2 MiB folio (see the writer's `CHUNK`).
-    let sink = Sizes::default();
+    let sink = Shared::default();
     let mut w = PcapWriter::new(sink.clone(), LinkType::ETHERNET, 0, false).unwrap();
     let mut expect = Vec::new();
     for i in 0..20_000usize {
@@ -283,8 +273,8 @@ fn the_file_is_written_in_whole_2_mib_chunks() {
         expect.extend(record(ts, n as u32, &data));
     }
     w.flush().unwrap();
-    let (bytes, sizes) = sink.0.lock().unwrap().clone();
-    assert_eq!(bytes[24..], expect[..]);
+    let sizes = sink.sizes();
+    assert_eq!(sink.bytes()[24..], expect[..]);
     assert!(sizes.len() > 5, "{sizes:?}");
     let (last, whole) = sizes.split_last().unwrap();
     assert!(whole.iter().all(|&n| n == 2 << 20), "{sizes:?}");

@@ -11,8 +11,8 @@ use super::link::LinkType;
 pub const DEFAULT_SNAPLEN: u32 = 2000;
 
 /// The writer hands the file whole chunks of this size, each at an offset
-/// that is a multiple of it (until a write fails or a record longer than
-/// [`SLACK`] comes): a buffered write of 2 MiB at a 2 MiB boundary is cached
+/// that is a multiple of it (until a write fails, or a record too long for
+/// the buffer's room, which one within the [`SLACK`] never is, comes): a buffered write of 2 MiB at a 2 MiB boundary is cached
 /// as one 2 MiB folio by a filesystem with large folios (ext4 since Linux
 /// 6.16, XFS), which a reader that maps the file (`FromDump`) can then map
 /// with one page-table entry instead of 512. Written in 256 KiB pieces, the
@@ -138,8 +138,8 @@ impl PcapWriter {
     }
 
     /// Appends records from `recs` (each as for [`PcapWriter::write`]) to the
-    /// buffer while they fit in its current chunk, and stops at the first that does not, which is
-    /// taken from `recs` but not written (pass it and the rest to
+    /// buffer while they fit in its current chunk, and stops at the first that
+    /// does not, which is taken from `recs` but not written (pass it and the rest to
     /// [`PcapWriter::write`]). Returns how many were written and the sum of
     /// their data lengths before the snaplen cut. The loop never flushes, so
     /// it keeps the buffer's position and settings in locals (the
@@ -192,8 +192,8 @@ impl PcapWriter {
     /// [`PcapWriter::write`] when the record does not fit in the current chunk:
     /// writes out a chunk still waiting from a failed write (the record is not
     /// added if that fails again), buffers the record in the chunk's slack and
-    /// writes the full chunk. A record longer than the slack is written
-    /// directly, after everything buffered.
+    /// writes the full chunk. A record too long for the room the buffer has
+    /// behind the bytes it holds is written directly, after them.
     #[cold]
     #[inline(never)]
     fn write_slow(&mut self, header: [[u8; 8]; 2], data: &[u8]) -> io::Result<()> {

@@ -1213,6 +1213,23 @@ mod tests {
         }
     }
 
+    /// Protocol numbers for the parser proptests: the transports, ICMP and
+    /// ICMPv6, IPv6 extension headers (hop-by-hop 0, fragment 44,
+    /// destination options 60), and any byte.
+    fn protocol() -> impl proptest::strategy::Strategy<Value = u8> {
+        proptest::prop_oneof![
+            proptest::strategy::Just(6u8),
+            proptest::strategy::Just(17),
+            proptest::strategy::Just(132),
+            proptest::strategy::Just(1),
+            proptest::strategy::Just(58),
+            proptest::strategy::Just(0),
+            proptest::strategy::Just(44),
+            proptest::strategy::Just(60),
+            proptest::prelude::any::<u8>()
+        ]
+    }
+
     /// Shapes random bytes `f` into a frame for the property tests: `tags`
     /// 802.1Q tags (802.1ad with `ad`), the IPv4 or IPv6 (`v6`) EtherType
     /// and version, protocol `proto`, an IPv4 header length of 5 words with
@@ -1270,12 +1287,7 @@ mod tests {
             v6 in proptest::prelude::any::<bool>(),
             ad in proptest::prelude::any::<bool>(),
             ihl5 in proptest::prelude::any::<bool>(),
-            proto in proptest::prop_oneof![
-                proptest::strategy::Just(6u8), proptest::strategy::Just(17),
-                proptest::strategy::Just(132), proptest::strategy::Just(1),
-                proptest::strategy::Just(58), proptest::strategy::Just(0),
-                proptest::strategy::Just(44), proptest::prelude::any::<u8>()
-            ],
+            proto in protocol(),
             short in proptest::prelude::any::<bool>(),
         ) {
             shape_frame(&mut f, tags, ad, v6, proto, ihl5, short);
@@ -1299,13 +1311,7 @@ mod tests {
             mut f in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..140),
             tags in 0usize..3,
             v6 in proptest::prelude::any::<bool>(),
-            proto in proptest::prop_oneof![
-                proptest::strategy::Just(6u8), proptest::strategy::Just(17),
-                proptest::strategy::Just(132), proptest::strategy::Just(1),
-                proptest::strategy::Just(58), proptest::strategy::Just(0),
-                proptest::strategy::Just(44), proptest::strategy::Just(60),
-                proptest::prelude::any::<u8>()
-            ],
+            proto in protocol(),
             whole in proptest::prelude::any::<bool>(),
             ihl5 in proptest::prelude::any::<bool>(),
             k in 0usize..80,

@@ -17,10 +17,19 @@
 //! It prints one row per size, with the region's share on 2 MiB pages (from
 //! `/proc/self/smaps_rollup`), and the machine. Where the last level cache is shared
 //! with other guests, a region well below its nominal size already reads from memory:
-//! the chase column shows where.
+//! the chase column shows where. A size may be given in KiB (`512K`).
+//!
+//! `--beside CPU:SIZE` (Linux) measures every size while a thread pinned to `CPU`
+//! reads and writes every line of a region of its own, `SIZE` large, over and over:
+//! run pinned to another CPU (`taskset -c 1 mem_floor --beside 0:8 512K`), a chase
+//! that fits this core's L1 or L2 slows down only if the two CPUs share that cache
+//! (two hyperthreads of one core do). Session 28 found this guest's two vCPUs share
+//! neither.
 
 use std::hint::black_box;
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::Instant;
 
 use linerate_bench::rng::Rng;
@@ -144,38 +153,135 @@ fn anon_huge_kb() -> u64 {
         .unwrap_or(0)
 }
 
+/// A size in bytes: `N` MiB, or `NK` KiB (a whole number of 2 MiB pages is not
+/// needed: a region below one is on small pages).
+fn size(a: &str) -> Option<usize> {
+    let (n, unit) = match a.strip_suffix(['K', 'k']) {
+        Some(k) => (k, 1 << 10),
+        None => (a, 1 << 20),
+    };
+    n.parse::<usize>().ok().filter(|&n| n > 0).map(|n| n * unit)
+}
+
+/// `bytes` as the table prints it.
+fn label(bytes: usize) -> String {
+    if bytes.is_multiple_of(1 << 20) {
+        format!("{} MB", bytes >> 20)
+    } else {
+        format!("{} KB", bytes >> 10)
+    }
+}
+
+/// A thread pinned to `cpu` that reads and writes every line of its own region of
+/// `bytes`, over and over, until dropped.
+struct Beside {
+    stop: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Beside {
+    #[cfg(target_os = "linux")]
+    fn start(cpu: usize, bytes: usize) -> Option<Beside> {
+        let r = Region::new(bytes)?;
+        let stop = Arc::new(AtomicBool::new(false));
+        let (flag, (tx, rx)) = (stop.clone(), std::sync::mpsc::channel());
+        let thread = std::thread::spawn(move || {
+            // SAFETY: a zeroed cpu_set_t with one CPU set, for this thread.
+            let pinned = unsafe {
+                let mut set: libc::cpu_set_t = std::mem::zeroed();
+                libc::CPU_SET(cpu, &mut set);
+                libc::sched_setaffinity(0, std::mem::size_of_val(&set), &set) == 0
+            };
+            let _ = tx.send(pinned);
+            while !flag.load(Ordering::Relaxed) {
+                for i in 0..r.lines() {
+                    // SAFETY: `i < lines()`: a word of the region.
+                    unsafe { r.word(i).write(r.word(i).read().wrapping_add(1)) };
+                }
+            }
+        });
+        let b = Beside {
+            stop,
+            thread: Some(thread),
+        };
+        rx.recv().ok().filter(|&pinned| pinned).map(|_| b)
+    }
+
+    #[cfg(not(target_os = "linux"))]
+    fn start(_cpu: usize, _bytes: usize) -> Option<Beside> {
+        None
+    }
+}
+
+impl Drop for Beside {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+// SAFETY: the region is used by the one thread it is moved to.
+unsafe impl Send for Region {}
+
 fn main() -> ExitCode {
+    const USAGE: &str =
+        "usage: mem_floor [--batch B] [--beside CPU:SIZE] [SIZE ...] (SIZE: MB, or KiB as NK)";
     let mut batch = 64usize;
+    let mut beside = None;
     let mut sizes = Vec::new();
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
-        let parsed = if a == "--batch" {
-            args.next().and_then(|b| b.parse().ok()).map(|b| batch = b)
-        } else {
-            a.parse::<usize>().ok().map(|mb| sizes.push(mb))
+        let parsed = match a.as_str() {
+            "--batch" => args.next().and_then(|b| b.parse().ok()).map(|b| batch = b),
+            "--beside" => args
+                .next()
+                .and_then(|b| {
+                    let (cpu, sz) = b.split_once(':')?;
+                    Some((cpu.parse::<usize>().ok()?, size(sz)?))
+                })
+                .map(|b| beside = Some(b)),
+            _ => size(&a).map(|s| sizes.push(s)),
         };
         if parsed.is_none() || batch == 0 {
-            eprintln!("usage: mem_floor [--batch B] [MB ...]");
+            eprintln!("{USAGE}");
             return ExitCode::from(2);
         }
     }
     if sizes.is_empty() {
-        sizes = vec![1, 2, 4, 8, 16, 32, 64, 128];
+        sizes = [1, 2, 4, 8, 16, 32, 64, 128].map(|mb| mb << 20).to_vec();
     }
+    let _other = match beside {
+        Some((cpu, bytes)) => match Beside::start(cpu, bytes) {
+            Some(b) => {
+                println!("beside: CPU {cpu} reading and writing {}\n", label(bytes));
+                Some(b)
+            }
+            None => {
+                eprintln!("mem_floor: cannot start the thread beside on CPU {cpu}");
+                return ExitCode::FAILURE;
+            }
+        },
+        None => None,
+    };
     println!("| working set | on 2 MiB pages | chase: ns a line | batch of {batch}: ns a line |");
     println!("|---:|---:|---:|---:|");
     let mut machine = linerate_model::Machine::current();
     let mut rng = Rng(0x5eed);
-    for mb in sizes {
-        let Some(r) = Region::new(mb << 20) else {
-            eprintln!("mem_floor: cannot map {mb} MB");
+    for bytes in sizes {
+        // The thread beside's region is this process's too: count only this one's.
+        let before = anon_huge_kb();
+        let Some(r) = Region::new(bytes) else {
+            eprintln!("mem_floor: cannot map {}", label(bytes));
             return ExitCode::FAILURE;
         };
-        let huge = anon_huge_kb() as f64 / (mb << 10) as f64;
+        let huge = (anon_huge_kb().saturating_sub(before) << 10) as f64 / bytes as f64;
         let c = chase(&r, &mut rng, 2_000_000);
         let b = batched(&r, rng.next_u64(), batch, 16_000_000 / batch);
         println!(
-            "| {mb} MB | {:.0} % | {c:.1} | {b:.2} |",
+            "| {} | {:.0} % | {c:.1} | {b:.2} |",
+            label(bytes),
             (huge * 100.0).min(100.0)
         );
     }

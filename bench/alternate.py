@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
 """Time shell commands alternately, keeping only runs the rest of the machine left alone.
 
-    bench/alternate.py N 'CMD A' 'CMD B' [...]     [LIMIT=seconds, default 900] [ALL=1]
+    bench/alternate.py N 'CMD A' 'CMD B' [...]     [LIMIT=seconds, default 900] [ALL=1] [WARMUP=1]
 
-Runs A, B, ... in turn until each has N clean runs (or LIMIT seconds pass) and prints,
-per command, the median and minimum wall time and the median CPU time (user + system
-of the command and its children); with ALL=1, every clean run's wall time too. A run
+Runs each command WARMUP times (default 1) untimed, then A, B, ... in turn until each
+has N clean runs (or LIMIT seconds pass) and prints, per command, the median and
+minimum wall time and the median CPU time (user + system of the command and its
+children); with ALL=1, every clean run's wall time too. A run
 is clean when the machine's busy time during it (/proc/stat, all CPUs) exceeds the
 run's own CPU time by less than 3 % of two CPUs' worth of its wall time (plus 20 ms
 for the tick's granularity): nothing else ran.
@@ -13,6 +14,10 @@ for the tick's granularity): nothing else ran.
 On a shared two-vCPU machine a two-thread run cannot be timed while anyone else uses a
 CPU; this keeps the runs that happened in quiet moments, so A/B comparisons stay
 possible while others work (session 13 dropped 100-900 runs a sitting). Linux only.
+
+The warm-up runs are there because this guest's idle page cache does not stay: a
+trace idle for 30 s took 38 ms more to map and read, after 4 minutes 1.27 s more
+(docs/performance.md, session 28), so the first run after a pause reads its input back.
 
 A run is also dropped when a core ran slow around it: where the `core_speed` probe
 is built (target/release/core_speed, or $CORE_SPEED), every CPU is probed just before
@@ -67,6 +72,9 @@ def main():
     dropped = slow = 0
     speed = probe_command() if shutil.which("taskset") else None
     fastest = (0.0, 0.0)
+    for _ in range(int(os.environ.get("WARMUP", 1))):
+        for c in cmds:
+            subprocess.run(c, shell=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     while min(len(v) for v in runs.values()) < n and time.time() < deadline:
         for c in cmds:
             before = probe(speed) if speed else []

@@ -143,14 +143,7 @@ fn prefetch(p: *const u64) {
 
 /// kB of this process's anonymous memory on 2 MiB pages.
 fn anon_huge_kb() -> u64 {
-    std::fs::read_to_string("/proc/self/smaps_rollup")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix("AnonHugePages:"))
-                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        })
-        .unwrap_or(0)
+    linerate_bench::smaps_rollup_kb("AnonHugePages")
 }
 
 /// A size in bytes: `N` MiB, or `NK` KiB (a whole number of 2 MiB pages is not

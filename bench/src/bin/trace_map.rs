@@ -123,7 +123,7 @@ fn measure(path: &str) -> std::io::Result<Mapped> {
         }
         std::hint::black_box(sum);
         let t2 = Instant::now();
-        let pmd_kb = file_pmd_kb();
+        let pmd_kb = linerate_bench::smaps_rollup_kb("FilePmdMapped");
         libc::munmap(p, len);
         let t3 = Instant::now();
         // The reservation's head and tail around the file's mapping.
@@ -140,17 +140,4 @@ fn measure(path: &str) -> std::io::Result<Mapped> {
             unmap: (t3 - t2).as_secs_f64(),
         })
     }
-}
-
-/// kB of this process's file mappings mapped by 2 MiB entries.
-#[cfg(target_os = "linux")]
-fn file_pmd_kb() -> u64 {
-    std::fs::read_to_string("/proc/self/smaps_rollup")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix("FilePmdMapped:"))
-                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        })
-        .unwrap_or(0)
 }

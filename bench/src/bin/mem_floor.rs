@@ -64,6 +64,10 @@ impl Region {
     }
 }
 
+// SAFETY: a region is used by one thread at a time (`Beside` moves its own to
+// the thread it starts).
+unsafe impl Send for Region {}
+
 impl Drop for Region {
     fn drop(&mut self) {
         // SAFETY: the mapping made in `new`, unmapped once.
@@ -146,8 +150,7 @@ fn anon_huge_kb() -> u64 {
     linerate_bench::smaps_rollup_kb("AnonHugePages")
 }
 
-/// A size in bytes: `N` MiB, or `NK` KiB (a whole number of 2 MiB pages is not
-/// needed: a region below one is on small pages).
+/// A size in bytes: `N` MiB, or `NK` KiB.
 fn size(a: &str) -> Option<usize> {
     let (n, unit) = match a.strip_suffix(['K', 'k']) {
         Some(k) => (k, 1 << 10),
@@ -214,9 +217,6 @@ impl Drop for Beside {
         }
     }
 }
-
-// SAFETY: the region is used by the one thread it is moved to.
-unsafe impl Send for Region {}
 
 fn main() -> ExitCode {
     const USAGE: &str =

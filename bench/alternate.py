@@ -15,9 +15,10 @@ On a shared two-vCPU machine a two-thread run cannot be timed while anyone else 
 CPU; this keeps the runs that happened in quiet moments, so A/B comparisons stay
 possible while others work (session 13 dropped 100-900 runs a sitting). Linux only.
 
-The warm-up runs are there because this guest's idle page cache does not stay: a
-trace idle for 30 s took 38 ms more to map and read, after 4 minutes 1.27 s more
-(docs/performance.md, session 28), so the first run after a pause reads its input back.
+The warm-up runs are there because this guest's idle page cache does not stay (DAMON's
+proactive reclaim pages out memory idle for 60 s): a trace idle for a minute took
+140-190 ms more to map and read, after 4 minutes 1.27-1.31 s more (docs/performance.md,
+session 28), so the first run after a pause reads its input back.
 
 A run is also dropped when a core ran slow around it: where the `core_speed` probe
 is built (target/release/core_speed, or $CORE_SPEED), every CPU is probed just before

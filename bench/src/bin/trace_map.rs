@@ -12,8 +12,8 @@
 //!   populate and unmap (session 27, `docs/performance.md`).
 //! - **Idle pages.** With `IDLE` seconds (one or more), it measures once at once
 //!   and again after each pause: on the guest of session 28 a trace idle for
-//!   30 s took 38 ms more to map and read, after 240 s 1.27 s more (its pages had
-//!   been taken from the page cache and were read back).
+//!   60 s took 140-190 ms more to map and read, after 240 s 1.27-1.31 s more (DAMON's
+//!   proactive reclaim had paged out its idle pages, which were read back).
 
 use std::process::ExitCode;
 use std::time::{Duration, Instant};

@@ -162,7 +162,7 @@
 //! Not in Click.
 
 use super::microflowtable::{hash_key, Microflow};
-use super::record::{end_reason, Direction, FlowRecord};
+use super::record::{end_reason, record_at, Direction, FlowRecord};
 use crate::hint::prefetch;
 use crate::tables::huge::{Huge, Zeroed};
 use linerate_runtime::flow::FlowKey;
@@ -216,39 +216,6 @@ fn same_key_reversed(a: &FlowKey, b: &FlowKey) -> bool {
     let x = u128::from_ne_bytes(a.src) ^ u128::from_ne_bytes(b.dst);
     let y = u128::from_ne_bytes(a.dst) ^ u128::from_ne_bytes(b.src);
     (x | y) == 0 && tail(a, false) == tail(b, true)
-}
-
-/// The microflow record that is packet data `b`, read in place when `b` is
-/// aligned for it (packet data is, behind its 128 bytes of headroom):
-/// copying a record out costs more than merging it (the copy's 16-byte
-/// stores straddle the fields read back, so every read waits for the
-/// stores to retire). `None` if `b` is not an aligned record.
-#[inline]
-fn microflow_in(b: &[u8]) -> Option<&Microflow> {
-    let p = b.as_ptr();
-    if b.len() != Microflow::SIZE || p.align_offset(std::mem::align_of::<Microflow>()) != 0 {
-        return None;
-    }
-    // SAFETY: `b` holds exactly `size_of::<Microflow>()` bytes at an
-    // address aligned for it, every bit pattern is a valid `Microflow`
-    // (integers and byte arrays only), and the reference borrows `b`, so
-    // the bytes cannot change while it lives.
-    let m = unsafe { &*(p as *const Microflow) };
-    (m.magic == Microflow::MAGIC).then_some(m)
-}
-
-/// The microflow record that is packet data `b`: in place
-/// ([`microflow_in`]) or, where `b` is not aligned for it, copied into
-/// `copy`. `None` if `b` is no record.
-#[inline(always)]
-fn microflow_at<'a>(b: &'a [u8], copy: &'a mut Option<Microflow>) -> Option<&'a Microflow> {
-    match microflow_in(b) {
-        Some(m) => Some(m),
-        None => {
-            *copy = Microflow::from_bytes(b);
-            copy.as_ref()
-        }
-    }
 }
 
 /// Push `b` on `port` in batches of at most `MAX_BATCH` packets.
@@ -1186,7 +1153,11 @@ impl FlowAggregator {
 fn emit(stats: &mut Stats, out: &mut Batch, r: FlowRecord, reason: u8) {
     stats.records += 1;
     stats.by_reason[reason as usize] += 1;
-    let mut p = linerate_runtime::Packet::from_slice(r.as_bytes());
+    // A copy of a known length, inlined (`from_slice`'s copy of any length
+    // was a call to `memcpy` a record).
+    let mut p = linerate_runtime::Packet::filled(FlowRecord::SIZE, |b| {
+        b[..FlowRecord::SIZE].copy_from_slice(r.as_bytes())
+    });
     p.set_timestamp_ns(r.fwd.last_ns.max(r.rev.last_ns));
     out.push(p);
 }
@@ -1210,7 +1181,7 @@ impl Element for FlowAggregator {
             }
             for (r, b) in d.chunks_exact(Microflow::SIZE).enumerate() {
                 let mut copy = None;
-                match microflow_at(b, &mut copy) {
+                match record_at::<Microflow>(b, &mut copy) {
                     Some(m) => scratch.push((hash(m), i as u32, r as u32)),
                     None => self.stats.bad += 1,
                 }
@@ -1248,7 +1219,7 @@ impl Element for FlowAggregator {
             let mut copy = None;
             let at = r as usize * Microflow::SIZE;
             let b = &pkts[i as usize].data()[at..at + Microflow::SIZE];
-            let Some(m) = microflow_at(b, &mut copy) else {
+            let Some(m) = record_at::<Microflow>(b, &mut copy) else {
                 continue; // (counted as bad in pass 1)
             };
             self.stats.ignored += m.ignored;
@@ -1383,6 +1354,8 @@ mod tests {
     use super::*;
 
     /// Bytes at an address aligned for a `Microflow`.
+    use crate::flow::record::record_in;
+
     #[repr(C, align(8))]
     struct Aligned([u8; Microflow::SIZE + 8]);
 
@@ -1393,17 +1366,17 @@ mod tests {
         m.ignored = 7;
         let mut buf = Aligned([0; Microflow::SIZE + 8]);
         buf.0[..Microflow::SIZE].copy_from_slice(m.as_bytes());
-        let inplace = microflow_in(&buf.0[..Microflow::SIZE]).copied();
+        let inplace = record_in::<Microflow>(&buf.0[..Microflow::SIZE]).copied();
         assert_eq!(inplace, Some(m));
         // Misaligned: not read in place, still a record for `from_bytes`.
         buf.0.copy_within(0..Microflow::SIZE, 1);
         let b = &buf.0[1..1 + Microflow::SIZE];
-        assert!(microflow_in(b).is_none());
+        assert!(record_in::<Microflow>(b).is_none());
         assert_eq!(Microflow::from_bytes(b), Some(m));
         // Wrong length or magic: never a record.
-        assert!(microflow_in(&buf.0[..Microflow::SIZE - 8]).is_none());
+        assert!(record_in::<Microflow>(&buf.0[..Microflow::SIZE - 8]).is_none());
         buf.0[..Microflow::SIZE].copy_from_slice(m.as_bytes());
         buf.0[0] ^= 1;
-        assert!(microflow_in(&buf.0[..Microflow::SIZE]).is_none());
+        assert!(record_in::<Microflow>(&buf.0[..Microflow::SIZE]).is_none());
     }
 }

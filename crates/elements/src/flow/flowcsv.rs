@@ -155,11 +155,12 @@ impl RecordFile {
         line: impl Fn(&mut Out, &FlowRecord) -> std::io::Result<()>,
     ) {
         let Some(w) = self.out.as_mut() else { return };
+        let mut copy = None;
         for p in batch.iter() {
-            match FlowRecord::from_bytes(p.data()) {
+            match FlowRecord::at(p.data(), &mut copy) {
                 Some(r) => {
                     self.count += 1;
-                    if let Err(e) = line(w, &r) {
+                    if let Err(e) = line(w, r) {
                         self.error.get_or_insert(e.to_string());
                     }
                 }

@@ -618,9 +618,10 @@ impl Element for IpfixExport {
     }
 
     fn push(&mut self, _port: usize, batch: Batch, ctx: &mut Ctx<'_>) {
+        let mut copy = None;
         for p in batch.iter() {
-            match FlowRecord::from_bytes(p.data()) {
-                Some(r) => self.export(&r, ctx),
+            match FlowRecord::at(p.data(), &mut copy) {
+                Some(r) => self.export(r, ctx),
                 None => self.ignored_in += 1,
             }
         }

@@ -251,6 +251,13 @@ pub struct Microflow {
     pub ignored: u64,
 }
 
+// SAFETY: repr(C), integers and byte arrays only (see `as_bytes`).
+unsafe impl super::record::PacketRecord for Microflow {
+    fn has_magic(&self) -> bool {
+        self.magic == Self::MAGIC
+    }
+}
+
 impl Microflow {
     /// Marks packet data as a microflow record.
     pub const MAGIC: u32 = 0x4d46_4c57;
@@ -274,12 +281,7 @@ impl Microflow {
 
     /// Read a record from packet data; `None` if the length or magic is wrong.
     pub fn from_bytes(b: &[u8]) -> Option<Microflow> {
-        if b.len() != Self::SIZE {
-            return None;
-        }
-        // SAFETY: length checked; any bit pattern is a valid Microflow.
-        let m: Microflow = unsafe { std::ptr::read_unaligned(b.as_ptr() as *const Microflow) };
-        (m.magic == Self::MAGIC).then_some(m)
+        super::record::record_from(b)
     }
 
     /// The record as a packet (timestamp: the last packet's).

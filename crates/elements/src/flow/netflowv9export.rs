@@ -400,9 +400,10 @@ impl Element for V9Export {
     }
 
     fn push(&mut self, _port: usize, batch: Batch, ctx: &mut Ctx<'_>) {
+        let mut copy = None;
         for p in batch.iter() {
-            match FlowRecord::from_bytes(p.data()) {
-                Some(r) => self.export(&r),
+            match FlowRecord::at(p.data(), &mut copy) {
+                Some(r) => self.export(r),
                 None => self.ignored_in += 1,
             }
         }

@@ -1353,9 +1353,9 @@ impl Element for FlowAggregator {
 mod tests {
     use super::*;
 
-    /// Bytes at an address aligned for a `Microflow`.
     use crate::flow::record::record_in;
 
+    /// Bytes at an address aligned for a `Microflow`.
     #[repr(C, align(8))]
     struct Aligned([u8; Microflow::SIZE + 8]);
 

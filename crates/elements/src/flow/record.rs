@@ -191,13 +191,13 @@ pub(crate) fn record_at<'a, T: PacketRecord>(
     b: &'a [u8],
     copy: &'a mut Option<T>,
 ) -> Option<&'a T> {
-    if b.len() == std::mem::size_of::<T>()
-        && b.as_ptr().align_offset(std::mem::align_of::<T>()) != 0
-    {
-        *copy = record_from(b);
-        return copy.as_ref();
+    match record_in(b) {
+        Some(r) => Some(r),
+        None => {
+            *copy = record_from(b);
+            copy.as_ref()
+        }
     }
-    record_in(b)
 }
 
 #[cfg(test)]
@@ -244,11 +244,10 @@ mod tests {
         r.fwd.packets = 7;
         r.fwd.bytes = 4_000;
         // Room to place the record at an aligned and a misaligned address.
-        let mut words = vec![0u64; FlowRecord::SIZE / 8 + 2];
-        // SAFETY: plain bytes of the u64 buffer, which outlives the slice.
-        let buf = unsafe {
-            std::slice::from_raw_parts_mut(words.as_mut_ptr() as *mut u8, words.len() * 8)
-        };
+        #[repr(C, align(8))]
+        struct Aligned([u8; FlowRecord::SIZE + 16]);
+        let mut words = Aligned([0; FlowRecord::SIZE + 16]);
+        let buf = &mut words.0;
         for off in [0, 8, 1, 3] {
             buf[off..off + FlowRecord::SIZE].copy_from_slice(r.as_bytes());
             let b = &buf[off..off + FlowRecord::SIZE];

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Time shell commands alternately, keeping only runs the rest of the machine left alone.
 
-    bench/alternate.py N 'CMD A' 'CMD B' [...]     [LIMIT=seconds, default 900] [ALL=1] [WARMUP=1]
+    bench/alternate.py N 'CMD A' 'CMD B' [...]     [LIMIT=seconds, default 900] [ALL=1] [WARMUP=1] [CPUS=1,...]
 
 Runs each command WARMUP times (default 1) untimed, then A, B, ... in turn until each
 has N clean runs (or LIMIT seconds pass) and prints, per command, the median and
@@ -14,6 +14,12 @@ for the tick's granularity): nothing else ran.
 On a shared two-vCPU machine a two-thread run cannot be timed while anyone else uses a
 CPU; this keeps the runs that happened in quiet moments, so A/B comparisons stay
 possible while others work (session 13 dropped 100-900 runs a sitting). Linux only.
+
+CPUS=LIST (comma-separated CPU numbers) watches and probes only those CPUs: for commands
+pinned to them (`taskset -c 1 ...`) while something else keeps another CPU busy (a
+build, a helper's fuzzing). The vCPUs of the EPYC guest share no cache (session 28), so
+a one-core run on a CPU of its own can still be timed; the busy-time test then counts
+only the listed CPUs' busy time, against their number's worth of the run's wall time.
 
 The warm-up runs are there because this guest's idle page cache does not stay (DAMON's
 proactive reclaim pages out memory idle for 60 s): a trace idle for a minute took
@@ -38,11 +44,25 @@ import sys
 import time
 
 
-def busy_seconds():
-    """Busy time of all CPUs since boot (everything but idle and iowait)."""
+def watched():
+    """The CPUs whose busy time and speed are watched: $CPUS, or None for all."""
+    c = os.environ.get("CPUS")
+    return sorted(int(x) for x in c.split(",")) if c else None
+
+
+def busy_seconds(cpus):
+    """Busy time since boot (everything but idle and iowait) of all CPUs, or of `cpus`."""
+    names = {"cpu"} if cpus is None else {f"cpu{c}" for c in cpus}
+    total = 0
     with open("/proc/stat") as f:
-        v = [int(x) for x in f.readline().split()[1:]]
-    return (sum(v) - v[3] - v[4]) / os.sysconf("SC_CLK_TCK")
+        for line in f:
+            name, *rest = line.split()
+            if not name.startswith("cpu"):
+                break
+            if name in names:
+                v = [int(x) for x in rest]
+                total += sum(v) - v[3] - v[4]
+    return total / os.sysconf("SC_CLK_TCK")
 
 
 def probe_command():
@@ -53,10 +73,11 @@ def probe_command():
     return p if os.access(p, os.X_OK) else None
 
 
-def probe(cmd):
-    """(clock, issue rate) of every CPU this process may use, one probe pinned to each."""
+def probe(cmd, cpus):
+    """(clock, issue rate) of each of `cpus` (None: every CPU this process may use), one
+    probe pinned to each."""
     speeds = []
-    for cpu in sorted(os.sched_getaffinity(0)):
+    for cpu in cpus if cpus is not None else sorted(os.sched_getaffinity(0)):
         out = subprocess.run(["taskset", "-c", str(cpu), cmd], capture_output=True, text=True)
         if out.returncode == 0:
             ghz, adds = out.stdout.split()
@@ -72,21 +93,23 @@ def main():
     runs = {c: [] for c in cmds}
     dropped = slow = 0
     speed = probe_command() if shutil.which("taskset") else None
+    cpus = watched()
+    width = len(cpus) if cpus is not None else 2
     fastest = (0.0, 0.0)
     for _ in range(int(os.environ.get("WARMUP", 1))):
         for c in cmds:
             subprocess.run(c, shell=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     while min(len(v) for v in runs.values()) < n and time.time() < deadline:
         for c in cmds:
-            before = probe(speed) if speed else []
-            b0, r0, t0 = busy_seconds(), resource.getrusage(resource.RUSAGE_CHILDREN), time.perf_counter()
+            before = probe(speed, cpus) if speed else []
+            b0, r0, t0 = busy_seconds(cpus), resource.getrusage(resource.RUSAGE_CHILDREN), time.perf_counter()
             subprocess.run(c, shell=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            t1, r1, b1 = time.perf_counter(), resource.getrusage(resource.RUSAGE_CHILDREN), busy_seconds()
-            after = probe(speed) if speed else []
+            t1, r1, b1 = time.perf_counter(), resource.getrusage(resource.RUSAGE_CHILDREN), busy_seconds(cpus)
+            after = probe(speed, cpus) if speed else []
             own = (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
             probes = before + after
             fastest = tuple(max([f] + [p[k] for p in probes]) for k, f in enumerate(fastest))
-            if (b1 - b0) - own >= 0.03 * 2 * (t1 - t0) + 0.02:
+            if (b1 - b0) - own >= 0.03 * width * (t1 - t0) + 0.02:
                 dropped += 1
             elif any(p[k] < 0.9 * fastest[k] for p in probes for k in range(2)):
                 slow += 1

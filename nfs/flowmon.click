@@ -19,6 +19,9 @@
 //   BIFLOW     RFC 5103 bidirectional records (true/false; v9 exports each
 //              direction as its own record)
 //   TABLE      fast-path table size in bytes (256KB .. 16MB)
+//   WAYS       the fast path's associativity: 1 (direct-mapped) or 2 (on
+//              the synthetic trace 2 keeps 2.66 packets a microflow instead
+//              of 2.40, and the run is no faster: docs/performance.md)
 //   FASTIDLE   the fast path's own idle/active eviction in seconds: keep it
 //              well below IDLE so a flow's pieces reach the aggregator
 //              before it times out there (0 = off)
@@ -64,12 +67,12 @@
 // whole pipeline).
 
 define($INPUT trace.pcap, $COLLECTOR 127.0.0.1:4739, $PROTOCOL ipfix,
-       $ACTIVE 300, $IDLE 60, $TCPEND true, $BIFLOW false, $TABLE 1MB,
+       $ACTIVE 300, $IDLE 60, $TCPEND true, $BIFLOW false, $TABLE 1MB, $WAYS 1,
        $FASTIDLE 10, $PACE 20000, $MTU 1400, $DOMAIN 1, $BURST 256);
 
 src :: FromDump($INPUT, STOP true, BURST $BURST)
   -> parse :: L4Parser
-  -> fast :: MicroflowTable(TABLE $TABLE, IDLE $FASTIDLE, ACTIVE $FASTIDLE, TCPEND $TCPEND)
+  -> fast :: MicroflowTable(TABLE $TABLE, WAYS $WAYS, IDLE $FASTIDLE, ACTIVE $FASTIDLE, TCPEND $TCPEND)
   -> agg :: FlowAggregator(ACTIVE $ACTIVE, IDLE $IDLE, TCPEND $TCPEND, BIFLOW $BIFLOW)
   -> export :: FlowExport(PROTOCOL $PROTOCOL, COLLECTOR $COLLECTOR, PACE $PACE, MTU $MTU,
                           DOMAIN $DOMAIN, IGNORED agg.ignored);

@@ -68,8 +68,11 @@
 //! - raw frames: the aggregator counts as `bad` exactly the packets and
 //!   records that are no microflow records (length, magic) and the others
 //!   as microflows or watermarks, the exporter as `ignored` the packets
-//!   that are no flow record; both export the rest. See [`strict`] for the
-//!   two known findings these checks step around.
+//!   that are no flow record and drops them (none reaches its output);
+//!   both export the rest. Raw microflow counters may be anything: the
+//!   aggregator's sums saturate (the two findings these checks caught, both
+//!   fixed, are in the corpus: `aggregator-raw-microflow-counter-overflow`,
+//!   `ipfixexport-passes-non-records-on`).
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -157,8 +160,8 @@ impl Element for Grab {
             for p in batch.iter() {
                 match FlowRecord::from_bytes(p.data()) {
                     Some(r) => g[self.0].push(r),
-                    // The raw exporter passes on what is no record (its
-                    // doc says it drops it: see `strict`); nothing else may.
+                    // Counted for the raw exporter's check (it must drop
+                    // what is no record); nothing else may send one.
                     None if self.0 == 2 => NOT_RECORDS.with(|n| n.set(n.get() + 1)),
                     None => panic!("FuzzGrab({}): not a flow record", self.0),
                 }
@@ -461,40 +464,6 @@ struct Fed {
     raw: bool,
 }
 
-/// Whether to check what the known findings break too (environment
-/// variable `FLOW_PIPELINE_STRICT=1`, to replay `regressions/flow_pipeline/`):
-/// - raw microflow records keep their counters as they are; otherwise
-///   their packets, bytes and ignored counts are cut below 2^40, so that
-///   their sums cannot overflow: `FlowAggregator` adds them up unchecked
-///   and panics in a build with overflow checks
-///   (`aggregator-raw-microflow-counter-overflow`);
-/// - the raw exporter must drop what is no flow record, as its doc says;
-///   otherwise passing it on is accepted too
-///   (`ipfixexport-passes-non-records-on`).
-///
-/// Make these the default once the findings are fixed.
-fn strict() -> bool {
-    static STRICT: OnceLock<bool> = OnceLock::new();
-    *STRICT.get_or_init(|| std::env::var_os("FLOW_PIPELINE_STRICT").is_some_and(|v| v == "1"))
-}
-
-/// Cut the packets, bytes and ignored counts of the microflow records in
-/// `frame` below 2^40 (see [`strict`]).
-fn tame(frame: &mut [u8]) {
-    let dir = std::mem::offset_of!(Microflow, dir);
-    let fields = [
-        dir + std::mem::offset_of!(Direction, packets),
-        dir + std::mem::offset_of!(Direction, bytes),
-        std::mem::offset_of!(Microflow, ignored),
-    ];
-    for r in frame.chunks_exact_mut(Microflow::SIZE) {
-        for o in fields {
-            let w: &mut [u8; 8] = (&mut r[o..o + 8]).try_into().expect("8 bytes");
-            *w = (u64::from_ne_bytes(*w) & ((1 << 40) - 1)).to_ne_bytes();
-        }
-    }
-}
-
 /// Cut the input into the plan (stored in `PLAN`) and count what is fed.
 fn plan(setup: &Setup, mut data: &[u8]) -> Fed {
     let mut fed = Fed {
@@ -555,13 +524,7 @@ fn plan(setup: &Setup, mut data: &[u8]) -> Fed {
                 if frame.is_empty() || frame.len() % Microflow::SIZE != 0 {
                     fed.raw_bad += 1;
                 } else {
-                    let mut f = frame.to_vec();
-                    if !strict() {
-                        tame(&mut f);
-                        p = Packet::from_slice(&f);
-                        p.set_timestamp_ns(t);
-                    }
-                    for r in f.chunks_exact(Microflow::SIZE) {
+                    for r in frame.chunks_exact(Microflow::SIZE) {
                         match Microflow::from_bytes(r) {
                             None => fed.raw_bad += 1,
                             Some(m) if m.dir.packets > 0 => fed.raw_microflows += 1,
@@ -878,11 +841,11 @@ fuzz_target!(|data: &[u8]| {
         let exported = v.xa.records + fed.raw_records;
         assert_eq!(v.xe, (exported, fed.raw_not_records), "raw exporter");
         assert_eq!(raw.len() as u64, exported);
-        // Dropped (as documented) or, unless strict, passed on (as
-        // implemented), not lost in part.
+        // Dropped, as documented (they were passed on before the fix of
+        // `corpus/flow_pipeline/ipfixexport-passes-non-records-on`).
         let passed = NOT_RECORDS.with(|n| n.get());
-        assert!(
-            passed == 0 || (passed == fed.raw_not_records && !strict()),
+        assert_eq!(
+            passed, 0,
             "raw exporter passed on {passed} of {} packets that are no records",
             fed.raw_not_records
         );

@@ -1381,3 +1381,45 @@ fn microflow_records_round_trip() {
     assert_eq!(m.to_packet().len(), Microflow::SIZE);
     let _ = Packet::from_slice(&[0u8; 4]);
 }
+
+/// Counters of records that did not come from a MicroflowTable (here
+/// `FromDump -> FlowAggregator` on a crafted file) saturate instead of
+/// overflowing (found by the `flow_pipeline` fuzz target).
+#[test]
+fn aggregator_counters_saturate_on_crafted_records() {
+    let rec = |packets: u64, ignored: u64| {
+        let mut m = Microflow::new();
+        m.key.src = map_v4([10, 0, 0, 1]);
+        m.key.dst = map_v4([10, 0, 0, 2]);
+        m.key.sport = 1000;
+        m.key.dport = 53;
+        m.key.proto = 17;
+        m.key.version = 4;
+        m.dir.packets = packets;
+        m.dir.bytes = packets;
+        m.dir.first_ns = 1_700_000_000_000_000_000;
+        m.dir.last_ns = m.dir.first_ns;
+        m.ignored = ignored;
+        m.as_bytes().to_vec()
+    };
+    let t = 1_700_000_000_000_000_000;
+    let frames: Vec<Frame> = vec![(t, [rec(u64::MAX, u64::MAX), rec(1, 1)].concat())];
+    let pcap = tmp("saturate.pcap");
+    write_pcap(&pcap, &frames);
+    for imp in ["fast", "reference"] {
+        let name = format!("saturate-{imp}");
+        GRABBED.lock().unwrap().retain(|(n, _)| n != &name);
+        let r = run(&format!(
+            "FromDump({}, STOP true) -> fa :: FlowAggregator(ACTIVE 0, IDLE 0, TIME packet, IMPL {imp}) -> Grab({name});",
+            pcap.display()
+        ));
+        let max = u64::MAX.to_string();
+        assert_eq!(read(&r, "fa.packets"), max, "{imp}");
+        assert_eq!(read(&r, "fa.ignored"), max, "{imp}");
+        let got: Vec<(u64, u64)> = grabbed(&name)
+            .iter()
+            .map(|f| (f.fwd.packets, f.fwd.bytes))
+            .collect();
+        assert_eq!(got, [(u64::MAX, u64::MAX)], "{imp}");
+    }
+}

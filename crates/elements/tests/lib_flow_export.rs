@@ -733,3 +733,38 @@ fn replicas_export_as_one_domain_each() {
     }
     assert_eq!(flows, 11978);
 }
+
+/// Packets that are not flow records are counted and dropped: they do not
+/// reach an exporter's output (they used to be passed on with the records).
+#[test]
+fn exporters_pass_on_records_only() {
+    let garbage: &[&[u8]] = &[b"x", &[0u8; 176], b"not a flow record at all"];
+    let f = records_pcap("pass-on.pcap", &[tcp4(), icmp4()], garbage);
+    let sink = tmp("pass-on.csv");
+    let v9 = tmp("pass-on-v9.csv");
+    for (element, counter) in [
+        (
+            format!("IPFIXExport(FILENAME {})", tmp("pass-on.ipfix").display()),
+            "ignored",
+        ),
+        (format!("FlowCSV({})", sink.display()), "bad"),
+        (
+            format!("FlowJSON({})", tmp("pass-on.json").display()),
+            "bad",
+        ),
+        (
+            format!("NetFlowV9Export(FILENAME {})", v9.display()),
+            "ignored",
+        ),
+    ] {
+        let r = run(
+            &format!(
+                "FromDump({}, STOP true) -> e :: {element} -> c :: Counter -> Discard;",
+                f.display()
+            ),
+            RouterOptions::default(),
+        );
+        assert_eq!(read(&r, "c.count"), "2", "{element}");
+        assert_eq!(read(&r, &format!("e.{counter}")), "3", "{element}");
+    }
+}

@@ -6,7 +6,9 @@
 //! # Ports
 //! One push input: microflow records from `MicroflowTable` (packets whose
 //! data is one or more `Microflow`s back to back; a packet of another
-//! length, or a record without the magic, is counted as `bad` and dropped).
+//! length, or a record without the magic, is counted as `bad` and dropped;
+//! the counters of records from elsewhere, a crafted file say, add up
+//! saturating at 2^64 - 1).
 //! One push output: flow records, one per packet (the data is one
 //! `FlowRecord` in its in-memory layout, the contract with the exporters
 //! `FlowCSV`, `FlowJSON`, `IPFIXExport`, `NetFlowV9Export`; the packet's
@@ -261,8 +263,10 @@ pub(crate) fn merge(a: &mut Direction, m: &Direction) {
     if a.packets == 1 {
         a.second_len = m.first_len;
     }
-    a.packets += m.packets;
-    a.bytes += m.bytes;
+    // Saturating: a record that reached the aggregator by another path
+    // than a MicroflowTable (`FromDump -> FlowAggregator`) is untrusted.
+    a.packets = a.packets.saturating_add(m.packets);
+    a.bytes = a.bytes.saturating_add(m.bytes);
     a.first_ns = a.first_ns.min(m.first_ns);
     a.last_ns = a.last_ns.max(m.last_ns);
     a.min_len = a.min_len.min(m.min_len);
@@ -1222,7 +1226,7 @@ impl Element for FlowAggregator {
             let Some(m) = record_at::<Microflow>(b, &mut copy) else {
                 continue; // (counted as bad in pass 1)
             };
-            self.stats.ignored += m.ignored;
+            self.stats.ignored = self.stats.ignored.saturating_add(m.ignored);
             if m.dir.packets == 0 {
                 // A watermark: flows due before it can go.
                 let w = self.watermark.unwrap_or(0).max(m.dir.first_ns);
@@ -1236,8 +1240,8 @@ impl Element for FlowAggregator {
                 continue;
             }
             self.stats.microflows += 1;
-            self.stats.packets += m.dir.packets;
-            self.stats.bytes += m.dir.bytes;
+            self.stats.packets = self.stats.packets.saturating_add(m.dir.packets);
+            self.stats.bytes = self.stats.bytes.saturating_add(m.dir.bytes);
             let now = self.now_for(m, ctx);
             self.advance(now, &mut out);
             self.add(m, h, hint, &mut out, self.watermark);

@@ -53,7 +53,7 @@
 //!
 //! Not in Click.
 
-use super::record::{Direction, FlowRecord};
+use super::record::{pass_on, Direction, FlowRecord};
 use linerate_runtime::{Batch, ConfigureCtx, Ctx, Element, ElementClass, HandlerSpec, InitCtx};
 use std::any::Any;
 use std::fmt;
@@ -153,20 +153,24 @@ impl RecordFile {
         &mut self,
         batch: &Batch,
         line: impl Fn(&mut Out, &FlowRecord) -> std::io::Result<()>,
-    ) {
-        let Some(w) = self.out.as_mut() else { return };
+    ) -> u64 {
         let mut copy = None;
+        let mut bad = 0;
         for p in batch.iter() {
             match FlowRecord::at(p.data(), &mut copy) {
                 Some(r) => {
                     self.count += 1;
-                    if let Err(e) = line(w, r) {
-                        self.error.get_or_insert(e.to_string());
+                    if let Some(w) = self.out.as_mut() {
+                        if let Err(e) = line(w, r) {
+                            self.error.get_or_insert(e.to_string());
+                        }
                     }
                 }
-                None => self.bad += 1,
+                None => bad += 1,
             }
         }
+        self.bad += bad;
+        bad
     }
 
     /// Flush and report errors (the element's `cleanup`).
@@ -320,10 +324,8 @@ impl Element for FlowCsv {
     }
 
     fn push(&mut self, _port: usize, batch: Batch, ctx: &mut Ctx<'_>) {
-        self.file.write_batch(&batch, write_record);
-        if ctx.noutputs() > 0 {
-            ctx.push(0, batch);
-        }
+        let rejected = self.file.write_batch(&batch, write_record);
+        pass_on(batch, rejected, ctx);
     }
 
     fn cleanup(&mut self) {

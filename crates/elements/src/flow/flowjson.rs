@@ -39,7 +39,7 @@
 //! Not in Click.
 
 use super::flowcsv::{Addr, Out, RecordFile, Secs, RECORD_FILE_HANDLERS};
-use super::record::{Direction, FlowRecord};
+use super::record::{pass_on, Direction, FlowRecord};
 use linerate_runtime::{Batch, ConfigureCtx, Ctx, Element, ElementClass, HandlerSpec, InitCtx};
 use std::any::Any;
 use std::io::Write;
@@ -125,10 +125,8 @@ impl Element for FlowJson {
     }
 
     fn push(&mut self, _port: usize, batch: Batch, ctx: &mut Ctx<'_>) {
-        self.file.write_batch(&batch, write_record);
-        if ctx.noutputs() > 0 {
-            ctx.push(0, batch);
-        }
+        let rejected = self.file.write_batch(&batch, write_record);
+        pass_on(batch, rejected, ctx);
     }
 
     fn cleanup(&mut self) {

@@ -140,7 +140,7 @@
 //! replica.
 
 use super::export::{is_icmp, put_be, v4, CommonArgs, MsgBuf, Transport};
-use super::record::{Direction, FlowRecord};
+use super::record::{pass_on, Direction, FlowRecord};
 use linerate_runtime::{
     Batch, ConfigureCtx, Ctx, Element, ElementClass, HandlerSpec, InitCtx, IoCounts,
 };
@@ -534,7 +534,7 @@ impl IpfixExport {
             self.tx.messages,
             self.records,
             self.tx.bytes,
-            self.ignored_in + self.ignored_meter,
+            self.ignored_in.saturating_add(self.ignored_meter),
             self.not_sent,
         ];
         let out = self.room(T_STATS, 44, true);
@@ -618,6 +618,7 @@ impl Element for IpfixExport {
     }
 
     fn push(&mut self, _port: usize, batch: Batch, ctx: &mut Ctx<'_>) {
+        let before = self.ignored_in;
         let mut copy = None;
         for p in batch.iter() {
             match FlowRecord::at(p.data(), &mut copy) {
@@ -629,9 +630,7 @@ impl Element for IpfixExport {
             ctx.schedule_after(self.flush_ns);
             self.timer = true;
         }
-        if ctx.noutputs() > 0 {
-            ctx.push(0, batch);
-        }
+        pass_on(batch, self.ignored_in - before, ctx);
     }
 
     fn run_timer(&mut self, _ctx: &mut Ctx<'_>) {

@@ -79,7 +79,7 @@
 //! time.
 
 use super::export::{is_icmp, put_be, v4, CommonArgs, MsgBuf, Transport};
-use super::record::{Direction, FlowRecord};
+use super::record::{pass_on, Direction, FlowRecord};
 use linerate_runtime::flow::FlowKey;
 use linerate_runtime::{
     Batch, ConfigureCtx, Ctx, Element, ElementClass, HandlerSpec, InitCtx, IoCounts,
@@ -358,8 +358,9 @@ impl V9Export {
             encode_fast(f, boot, self.room(id, len, true));
         }
         self.records += 1;
-        self.packets += f.d.packets;
-        self.octets += f.d.bytes;
+        // Saturating: records from a misconfigured graph are untrusted.
+        self.packets = self.packets.saturating_add(f.d.packets);
+        self.octets = self.octets.saturating_add(f.d.bytes);
     }
 
     fn export(&mut self, r: &FlowRecord) {
@@ -400,6 +401,7 @@ impl Element for V9Export {
     }
 
     fn push(&mut self, _port: usize, batch: Batch, ctx: &mut Ctx<'_>) {
+        let before = self.ignored_in;
         let mut copy = None;
         for p in batch.iter() {
             match FlowRecord::at(p.data(), &mut copy) {
@@ -411,9 +413,7 @@ impl Element for V9Export {
             ctx.schedule_after(self.flush_ns);
             self.timer = true;
         }
-        if ctx.noutputs() > 0 {
-            ctx.push(0, batch);
-        }
+        pass_on(batch, self.ignored_in - before, ctx);
     }
 
     fn run_timer(&mut self, _ctx: &mut Ctx<'_>) {

@@ -9,6 +9,7 @@
 //! format.
 
 use linerate_runtime::flow::FlowKey;
+use linerate_runtime::{Batch, Ctx};
 
 /// Why a flow ended: IPFIX's `flowEndReason` (IANA element 136) codes.
 pub mod end_reason {
@@ -132,6 +133,21 @@ impl FlowRecord {
         let last = self.fwd.last_ns.max(self.rev.last_ns);
         last.saturating_sub(first)
     }
+}
+
+/// An exporter's output: pass `batch` on to output 0, if the element has
+/// one, without the packets that are not flow records (`rejected` of them,
+/// which the exporter counted: its documentation says they are dropped).
+/// A batch of records only, the usual case, goes on untouched.
+pub(crate) fn pass_on(mut batch: Batch, rejected: u64, ctx: &mut Ctx<'_>) {
+    if ctx.noutputs() == 0 {
+        return;
+    }
+    if rejected > 0 {
+        let mut copy = None;
+        drop(batch.split_off_if(|p| FlowRecord::at(p.data(), &mut copy).is_none()));
+    }
+    ctx.push(0, batch);
 }
 
 /// A record that packets carry in its in-memory layout (`FlowRecord`,

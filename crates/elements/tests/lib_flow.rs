@@ -1323,24 +1323,28 @@ mod differential {
     }
 }
 
+/// A microflow record of UDP flow `f` (10.0.0.f:1000+f to 10.0.0.100:53)
+/// with `packets` packets of `len` bytes, 10 ns long, at 1.7e18 + f ns.
+fn udp_microflow(f: u8, packets: u64, len: u64) -> Microflow {
+    let mut m = Microflow::new();
+    m.key.src = map_v4([10, 0, 0, f]);
+    m.key.dst = map_v4([10, 0, 0, 100]);
+    m.key.sport = 1000 + f as u16;
+    m.key.dport = 53;
+    m.key.proto = 17;
+    m.key.version = 4;
+    m.dir.packets = packets;
+    m.dir.bytes = packets.saturating_mul(len);
+    m.dir.first_ns = 1_700_000_000_000_000_000 + f as u64;
+    m.dir.last_ns = m.dir.first_ns + 10;
+    m
+}
+
 /// The aggregator reads every record of a packet of several, and counts a
 /// packet of another length, or a record without the magic, as bad.
 #[test]
 fn aggregator_reads_packets_of_several_records() {
-    let rec = |f: u8, packets: u64| {
-        let mut m = Microflow::new();
-        m.key.src = map_v4([10, 0, 0, f]);
-        m.key.dst = map_v4([10, 0, 0, 100]);
-        m.key.sport = 1000 + f as u16;
-        m.key.dport = 53;
-        m.key.proto = 17;
-        m.key.version = 4;
-        m.dir.packets = packets;
-        m.dir.bytes = 100 * packets;
-        m.dir.first_ns = 1_700_000_000_000_000_000 + f as u64;
-        m.dir.last_ns = m.dir.first_ns + 10;
-        m.as_bytes().to_vec()
-    };
+    let rec = |f: u8, packets: u64| udp_microflow(f, packets, 100).as_bytes().to_vec();
     let t = 1_700_000_000_000_000_000;
     let mut bad_magic = rec(9, 1);
     bad_magic[0] ^= 0xff;
@@ -1388,17 +1392,7 @@ fn microflow_records_round_trip() {
 #[test]
 fn aggregator_counters_saturate_on_crafted_records() {
     let rec = |packets: u64, ignored: u64| {
-        let mut m = Microflow::new();
-        m.key.src = map_v4([10, 0, 0, 1]);
-        m.key.dst = map_v4([10, 0, 0, 2]);
-        m.key.sport = 1000;
-        m.key.dport = 53;
-        m.key.proto = 17;
-        m.key.version = 4;
-        m.dir.packets = packets;
-        m.dir.bytes = packets;
-        m.dir.first_ns = 1_700_000_000_000_000_000;
-        m.dir.last_ns = m.dir.first_ns;
+        let mut m = udp_microflow(1, packets, 1);
         m.ignored = ignored;
         m.as_bytes().to_vec()
     };

@@ -1340,6 +1340,18 @@ fn udp_microflow(f: u8, packets: u64, len: u64) -> Microflow {
     m
 }
 
+/// `FromDump(pcap) -> FlowAggregator(ACTIVE 0, IDLE 0, TIME packet, IMPL
+/// imp)`: the router (the aggregator is `fa`) and the records it sent.
+fn aggregate_file(pcap: &Path, imp: &str, name: &str) -> (Router, Vec<FlowRecord>) {
+    GRABBED.lock().unwrap().retain(|(n, _)| n != name);
+    let r = run(&format!(
+        "FromDump({}, STOP true) -> fa :: FlowAggregator(ACTIVE 0, IDLE 0, TIME packet, IMPL {imp}) -> Grab({name});",
+        pcap.display()
+    ));
+    let recs = grabbed(name);
+    (r, recs)
+}
+
 /// The aggregator reads every record of a packet of several, and counts a
 /// packet of another length, or a record without the magic, as bad.
 #[test]
@@ -1360,15 +1372,10 @@ fn aggregator_reads_packets_of_several_records() {
     let pcap = tmp("several.pcap");
     write_pcap(&pcap, &frames);
     for imp in ["fast", "reference"] {
-        let name = format!("several-{imp}");
-        GRABBED.lock().unwrap().retain(|(n, _)| n != &name);
-        let r = run(&format!(
-            "FromDump({}, STOP true) -> fa :: FlowAggregator(ACTIVE 0, IDLE 0, TIME packet, IMPL {imp}) -> Grab({name});",
-            pcap.display()
-        ));
+        let (r, recs) = aggregate_file(&pcap, imp, &format!("several-{imp}"));
         assert_eq!(read(&r, "fa.microflows"), "6", "{imp}");
         assert_eq!(read(&r, "fa.bad"), "2", "{imp}");
-        let mut got: Vec<(u8, u64)> = grabbed(&name)
+        let mut got: Vec<(u8, u64)> = recs
             .iter()
             .map(|f| (f.key.src[15], f.fwd.packets))
             .collect();
@@ -1401,19 +1408,11 @@ fn aggregator_counters_saturate_on_crafted_records() {
     let pcap = tmp("saturate.pcap");
     write_pcap(&pcap, &frames);
     for imp in ["fast", "reference"] {
-        let name = format!("saturate-{imp}");
-        GRABBED.lock().unwrap().retain(|(n, _)| n != &name);
-        let r = run(&format!(
-            "FromDump({}, STOP true) -> fa :: FlowAggregator(ACTIVE 0, IDLE 0, TIME packet, IMPL {imp}) -> Grab({name});",
-            pcap.display()
-        ));
+        let (r, recs) = aggregate_file(&pcap, imp, &format!("saturate-{imp}"));
         let max = u64::MAX.to_string();
         assert_eq!(read(&r, "fa.packets"), max, "{imp}");
         assert_eq!(read(&r, "fa.ignored"), max, "{imp}");
-        let got: Vec<(u64, u64)> = grabbed(&name)
-            .iter()
-            .map(|f| (f.fwd.packets, f.fwd.bytes))
-            .collect();
+        let got: Vec<(u64, u64)> = recs.iter().map(|f| (f.fwd.packets, f.fwd.bytes)).collect();
         assert_eq!(got, [(u64::MAX, u64::MAX)], "{imp}");
     }
 }

@@ -12,6 +12,13 @@
 # three commands' runs alternate, and a run during which a vCPU slowed
 # (the `core_speed` probe around it) is measured again (see `fast`).
 #
+# With two CPUs or more it also times two independent one-core copies at
+# once, pinned to CPUs 0 and 1 (each the whole trace, all flows): the
+# most any two-core run can reach in this sitting, for the host decides
+# how two busy vCPUs slow each other (session 27 saw them do so). The
+# "2 copies / 1 core" column is that ceiling; "2 cores / 1 core" below
+# it is what the replicated run's own work costs.
+#
 #   bench/flowmon.sh            [RUNS=7] [PACKETS=2000000] [TABLE=1MB] [RETAKES=10]
 #                               [MTU=1400] [SNAP=bytes] [LINERATE=path/to/another/linerate binary]
 #
@@ -46,7 +53,7 @@ traces=("$inet" ../shared/traces/pathspider-real-lan2012.pcap ../shared/traces/n
 port=$((30000 + RANDOM % 20000))
 python3 -c "import socket,time; s=socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(('127.0.0.1', $port)); time.sleep(86400)" &
 sink=$!
-trap 'kill $sink 2>/dev/null || true; rm -f "$tmpf" "$tmpf".[12s]' EXIT
+trap 'kill $sink 2>/dev/null || true; rm -f "$tmpf" "$tmpf".[12sp]' EXIT
 sleep 0.3
 
 # Drop the traces from the page cache, then read each back through a
@@ -124,8 +131,11 @@ stats() {
 echo "machine: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs); load: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "flowmon: TABLE=$TABLE MTU=$MTU PACE=0${SNAP:+; the synthetic trace cut to $SNAP bytes a frame}"
 echo "Mpps = trace packets / median time; wall and CPU (user+system) seconds, median of $RUNS runs."
-printf '| trace | packets | records | pkts/microflow | linerate 1 core: wall / CPU | 2 cores (RSS): wall / CPU | softflowd: wall / CPU | 1 core / softflowd (CPU) | 2 cores / 1 core (wall) |\n'
-printf '| --- | ---: | ---: | ---: | --- | --- | --- | ---: | ---: |\n'
+printf '| trace | packets | records | pkts/microflow | linerate 1 core: wall / CPU | 2 cores (RSS): wall / CPU | softflowd: wall / CPU | 1 core / softflowd (CPU) | 2 cores / 1 core (wall) | 2 copies / 1 core (wall) |\n'
+printf '| --- | ---: | ---: | ---: | --- | --- | --- | ---: | ---: | ---: |\n'
+# pair CMD...: CMD on CPU 0 and CMD on CPU 1 at once (for `fast`).
+pair=(bash -c 'taskset -c 0 "$@" & taskset -c 1 "$@"; wait' pair)
+[ "$(nproc)" -ge 2 ] && command -v taskset >/dev/null || pair=()
 for t in "${traces[@]}"; do
   flowmon=(nfs/flowmon.click INPUT="$t" COLLECTOR="127.0.0.1:$port" PACE=0 TABLE="$TABLE" MTU="$MTU")
   info=$("$lr" run --no-summary "${flowmon[@]}" -h src.count -h export.records \
@@ -134,10 +144,13 @@ for t in "${traces[@]}"; do
   pk=$(val src.count)
   # The three commands' runs alternate, so that a change of the host's
   # state does not line up with one of them.
-  : >"$tmpf.1"; : >"$tmpf.2"; : >"$tmpf.s"
+  : >"$tmpf.1"; : >"$tmpf.2"; : >"$tmpf.s"; : >"$tmpf.p"
   for _ in $(seq "$RUNS"); do
     fast "$lr" run --no-summary "${flowmon[@]}" >>"$tmpf.1"
     fast "$lr" run --no-summary --replicate -j 2 "${flowmon[@]}" >>"$tmpf.2"
+    if [ ${#pair[@]} -gt 0 ]; then
+      fast "${pair[@]}" "$lr" run --no-summary "${flowmon[@]}" >>"$tmpf.p"
+    fi
     if command -v softflowd >/dev/null; then
       fast softflowd -r "$t" -n "127.0.0.1:$port" -v 10 -d >>"$tmpf.s"
     fi
@@ -153,10 +166,15 @@ for t in "${traces[@]}"; do
     sfcol="$(mpps "$ws") / $(mpps "$csf") Mpps"
     ratio="$(div "$csf" "$c1" 1)x"
   fi
-  printf '| %s | %s | %s | %s | %s / %s Mpps | %s / %s Mpps | %s | %s | %sx |\n' \
+  ceiling="n/a"
+  if [ -s "$tmpf.p" ]; then
+    read -r wp _ < <(stats <"$tmpf.p")
+    ceiling="$(div "2 * $w1" "$wp" 2)x"
+  fi
+  printf '| %s | %s | %s | %s | %s / %s Mpps | %s / %s Mpps | %s | %s | %sx | %s |\n' \
     "$(basename "$t")" "$pk" "$(val export.records)" "$(val fast.packets_per_microflow)" \
     "$(mpps "$w1")" "$(mpps "$c1")" "$(mpps "$w2")" "$(mpps "$c2")" "$sfcol" "$ratio" \
-    "$(div "$w1" "$w2" 2)"
+    "$(div "$w1" "$w2" 2)" "$ceiling"
 done
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "runs retaken while a vCPU ran below 90 % of the fastest probe ($(awk '{ printf "%s GHz, %s adds/ns", $1, $2 }' <<<"$fastest")): $retaken; kept slow after $RETAKES retakes: $kept_slow"

@@ -92,7 +92,9 @@
 //! key layout (IPv4 addresses are mapped with two shifts; no `FlowKey` is
 //! built or copied), hashes the words and writes key, bucket, tag and
 //! features into a reused per-batch job array (by index, so its length
-//! stays in a register; the batch clock is raised here too); the second
+//! stays in a register; the batch clock is raised here too; in a batch of
+//! more than 128 packets it fetches each packet's annotations and IP
+//! header 8 packets ahead, `hint::prefetch_packet`); the second
 //! prefetches the target slot's three lines 8 packets ahead and updates in
 //! order, comparing keys word by word without branches (xor/or of five
 //! words). The first pass reads the common packet (IPv4, not a later
@@ -190,7 +192,7 @@
 //! Not in Click (TurboFlow, Open-NFP 2017; Sonchack et al.).
 
 use super::record::{end_reason, Direction};
-use crate::hint::prefetch;
+use crate::hint::{prefetch, prefetch_packet, PACKET_AHEAD, PREFETCH_BATCH};
 use linerate_runtime::anno::offsets;
 use linerate_runtime::anno::NO_HEADER;
 use linerate_runtime::flow::{ipv4_address_words, key_words, FlowKey, KeyRead, KeyRules};
@@ -687,7 +689,14 @@ impl Fast {
             self.jobs.resize(batch.len(), Job::default());
         }
         let mut n = 0;
-        for p in batch.iter() {
+        let pkts = batch.as_slice();
+        let ahead = pkts.len() > PREFETCH_BATCH;
+        for (i, p) in pkts.iter().enumerate() {
+            if ahead {
+                if let Some(q) = pkts.get(i + PACKET_AHEAD) {
+                    prefetch_packet(q);
+                }
+            }
             // Two separate stores, so that the common case's key and
             // features stay in registers (a merged `Option` of both readers
             // went through the stack).

@@ -109,7 +109,10 @@
 //! session 25, not kept).
 //! Software prefetching of the next packets' metadata and data was tried
 //! and removed (session 4): the frames of a batch are in L1/L2 already and
-//! the prefetch address arithmetic cost more than it saved. Nothing is
+//! the prefetch address arithmetic cost more than it saved. Batches of
+//! more than 128 packets (flowmon reads 256) no longer fit the L1 with
+//! their metadata, and there the loop fetches each packet's annotations
+//! and IP header 8 packets ahead (`hint::prefetch_packet`, session 30). Nothing is
 //! allocated and no packet data is copied or written, so
 //! zero-copy views stay shared.
 //!
@@ -133,14 +136,15 @@
 //! next elements read them. SIMD — not used: a packet's work is a chain of
 //! dependent header reads and branches on the frame's shape, with no run of
 //! equal-width data to vectorise; the 5-tuple hash is two scalar
-//! multiply-xorshift rounds. prefetch — not used: software prefetching of
-//! the next packets was tried and removed (session 4, above). slow path —
+//! multiply-xorshift rounds. prefetch — only in batches of more than 128
+//! packets (above). slow path —
 //! the common frames never wait on the rest: the call-free first pass
 //! handles them and only marks the others (ICMP, options, two tags,
 //! extension headers, errors) in a bitmap; `l4::parse_general` runs on the
 //! marked packets after the loop, and the batch is split only when a packet
 //! is bad.
 
+use crate::hint::{prefetch_packet, PACKET_AHEAD, PREFETCH_BATCH};
 use crate::ip::util::partition;
 use linerate_runtime::anno::{offsets, NO_HEADER};
 use linerate_runtime::flow::FlowKey;
@@ -377,7 +381,13 @@ impl L4Parser {
         let mut other = [0u64; 4];
         let mut any_other = 0u64;
         let pk = batch.as_mut_slice();
+        let ahead = pk.len() > PREFETCH_BATCH;
         for i in 0..pk.len() {
+            if ahead {
+                if let Some(q) = pk.get(i + PACKET_AHEAD) {
+                    prefetch_packet(q);
+                }
+            }
             let p = &mut pk[i];
             let (hr, len) = (p.headroom(), p.len());
             // Every header offset is below NO_HEADER when the frame ends

@@ -32,26 +32,32 @@ pub(crate) fn prefetch_l2<T>(p: *const T) {
     prefetch_hint::<T1, T>(p);
 }
 
-/// How many packets ahead a batch loop fetches with [`prefetch_packet`].
-pub(crate) const PACKET_AHEAD: usize = 8;
+/// How many packets ahead [`prefetch_ahead`] fetches.
+const PACKET_AHEAD: usize = 8;
 
-/// Batches longer than this get [`prefetch_packet`]: their packets'
+/// Batches longer than this get [`prefetch_ahead`]: their packets'
 /// metadata (two lines each) and first frame lines no longer fit the L1
 /// together, so each packet's have left it since the element before
-/// wrote or read them. flowmon's batches of 256 packets (32 KiB of
-/// metadata alone) on the inet trace cut to 96 bytes, one core: 174.1 ->
-/// 171.2 ms with L4Parser and MicroflowTable fetching ahead (-1.7 %;
-/// the table alone 172.5 -> 169.5, 171.7 -> 169.3 and 174.1 -> 172.2 in
-/// three sittings), the whole trace 223.3 -> 220.1 ms (session 30). The
-/// element bench's batches of 32 fit the L1 and stay without: there the
-/// prefetches were instructions for nothing (L4Parser, session 4; the
-/// table's hit row 1-2 % slower with them).
+/// wrote or read them. flowmon reads batches of 256 packets (32 KiB of
+/// metadata alone); with L4Parser and MicroflowTable fetching ahead, one
+/// core took 174.4 -> 170.9 ms on the inet trace cut to 96 bytes and
+/// 221.6 -> 219.6 ms on the whole trace, and two replicas, whose owners
+/// read frames the other core walked, 120.9 -> 99.1 and 126.3 -> 117.2 ms
+/// (session 30, docs/performance.md). The element bench's batches of 32
+/// fit the L1 and stay without: there the prefetches were instructions
+/// for nothing (L4Parser, session 4; the table's hit row 1-2 % slower).
 pub(crate) const PREFETCH_BATCH: usize = 128;
 
-/// Starts loading packet `p`'s annotations and the line of its frame that
-/// follows an Ethernet header (where parsers read the IP header).
+/// In a batch loop at packet `i` of `pkts`, start loading the
+/// annotations of the packet [`PACKET_AHEAD`] further on and the line of
+/// its frame after an Ethernet header (where parsers read the IP header).
+/// `far` is `pkts.len() > PREFETCH_BATCH`, tested once before the loop.
 #[inline(always)]
-pub(crate) fn prefetch_packet(p: &linerate_runtime::Packet) {
-    prefetch(p.anno());
-    prefetch(p.data().as_ptr().wrapping_add(14));
+pub(crate) fn prefetch_ahead(pkts: &[linerate_runtime::Packet], i: usize, far: bool) {
+    if far {
+        if let Some(q) = pkts.get(i + PACKET_AHEAD) {
+            prefetch(q.anno());
+            prefetch(q.data().as_ptr().wrapping_add(14));
+        }
+    }
 }

@@ -94,7 +94,7 @@
 //! features into a reused per-batch job array (by index, so its length
 //! stays in a register; the batch clock is raised here too; in a batch of
 //! more than 128 packets it fetches each packet's annotations and IP
-//! header 8 packets ahead, `hint::prefetch_packet`); the second
+//! header 8 packets ahead, `hint::prefetch_ahead`); the second
 //! prefetches the target slot's three lines 8 packets ahead and updates in
 //! order, comparing keys word by word without branches (xor/or of five
 //! words). The first pass reads the common packet (IPv4, not a later
@@ -192,7 +192,7 @@
 //! Not in Click (TurboFlow, Open-NFP 2017; Sonchack et al.).
 
 use super::record::{end_reason, Direction};
-use crate::hint::{prefetch, prefetch_packet, PACKET_AHEAD, PREFETCH_BATCH};
+use crate::hint::{prefetch, prefetch_ahead, PREFETCH_BATCH};
 use linerate_runtime::anno::offsets;
 use linerate_runtime::anno::NO_HEADER;
 use linerate_runtime::flow::{ipv4_address_words, key_words, FlowKey, KeyRead, KeyRules};
@@ -690,13 +690,9 @@ impl Fast {
         }
         let mut n = 0;
         let pkts = batch.as_slice();
-        let ahead = pkts.len() > PREFETCH_BATCH;
+        let far = pkts.len() > PREFETCH_BATCH;
         for (i, p) in pkts.iter().enumerate() {
-            if ahead {
-                if let Some(q) = pkts.get(i + PACKET_AHEAD) {
-                    prefetch_packet(q);
-                }
-            }
+            prefetch_ahead(pkts, i, far);
             // Two separate stores, so that the common case's key and
             // features stay in registers (a merged `Option` of both readers
             // went through the stack).

@@ -112,7 +112,7 @@
 //! the prefetch address arithmetic cost more than it saved. Batches of
 //! more than 128 packets (flowmon reads 256) no longer fit the L1 with
 //! their metadata, and there the loop fetches each packet's annotations
-//! and IP header 8 packets ahead (`hint::prefetch_packet`, session 30). Nothing is
+//! and IP header 8 packets ahead (`hint::prefetch_ahead`, session 30). Nothing is
 //! allocated and no packet data is copied or written, so
 //! zero-copy views stay shared.
 //!
@@ -144,7 +144,7 @@
 //! marked packets after the loop, and the batch is split only when a packet
 //! is bad.
 
-use crate::hint::{prefetch_packet, PACKET_AHEAD, PREFETCH_BATCH};
+use crate::hint::{prefetch_ahead, PREFETCH_BATCH};
 use crate::ip::util::partition;
 use linerate_runtime::anno::{offsets, NO_HEADER};
 use linerate_runtime::flow::FlowKey;
@@ -381,13 +381,9 @@ impl L4Parser {
         let mut other = [0u64; 4];
         let mut any_other = 0u64;
         let pk = batch.as_mut_slice();
-        let ahead = pk.len() > PREFETCH_BATCH;
+        let far = pk.len() > PREFETCH_BATCH;
         for i in 0..pk.len() {
-            if ahead {
-                if let Some(q) = pk.get(i + PACKET_AHEAD) {
-                    prefetch_packet(q);
-                }
-            }
+            prefetch_ahead(pk, i, far);
             let p = &mut pk[i];
             let (hr, len) = (p.headroom(), p.len());
             // Every header offset is below NO_HEADER when the frame ends

@@ -15,20 +15,10 @@
 fn touch(bytes: usize, huge: bool) -> Option<f64> {
     const HUGE: usize = 2 << 20;
     let span = bytes + HUGE;
-    // SAFETY: a fresh private anonymous mapping, written only inside it
-    // and unmapped before returning; madvise only changes its page size.
+    let p = linerate_runtime::mem::map_anonymous(span)?.as_ptr();
+    // SAFETY: a fresh mapping of `span` bytes, written only inside it and
+    // unmapped before returning; madvise only changes its page size.
     unsafe {
-        let p = libc::mmap(
-            std::ptr::null_mut(),
-            span,
-            libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-            -1,
-            0,
-        );
-        if p == libc::MAP_FAILED {
-            return None;
-        }
         let start = (p as usize).next_multiple_of(HUGE) as *mut u8;
         if huge {
             libc::madvise(start as *mut libc::c_void, bytes, libc::MADV_HUGEPAGE);
@@ -38,7 +28,7 @@ fn touch(bytes: usize, huge: bool) -> Option<f64> {
             start.add(off).write_volatile(1);
         }
         let ms = t.elapsed().as_secs_f64() * 1e3;
-        libc::munmap(p, span);
+        libc::munmap(p as *mut libc::c_void, span);
         Some(ms)
     }
 }

@@ -406,44 +406,19 @@ fn parse_words(p: &Packet) -> Option<(Words, Feat)> {
 /// same value.
 #[inline(always)]
 fn read_v4(p: &Packet) -> Option<(Words, Feat)> {
-    let a = p.anno();
-    let (nh, th) = (a.network_header, a.transport_header);
-    if nh == NO_HEADER || th == NO_HEADER {
-        return None;
-    }
-    let d = p.data();
-    let hr = p.headroom();
-    // Offsets before the data wrap to values past its end: no slice.
-    let ip = d
-        .get((nh as usize).wrapping_sub(hr)..)?
-        .first_chunk::<20>()?;
-    let l4 = d
-        .get((th as usize).wrapping_sub(hr)..)?
-        .first_chunk::<14>()?;
-    let proto = match a.u8(offsets::L4_PROTO) {
-        0 => ip[9],
-        x => x,
-    };
-    if ip[0] >> 4 != 4
-        || u16::from_be_bytes([ip[6], ip[7]]) & 0x1fff != 0
-        || matches!(proto, 1 | 58)
-    {
+    let h = transport_key::<20, 9>(p)?;
+    let ip = h.ip;
+    if ip[0] >> 4 != 4 || u16::from_be_bytes([ip[6], ip[7]]) & 0x1fff != 0 {
         return None;
     }
     let mut w = ipv4_address_words(ip);
-    let ports = u64::from(u16::from_be_bytes([l4[0], l4[1]]))
-        | u64::from(u16::from_be_bytes([l4[2], l4[3]])) << 16;
-    let vlan = u64::from(a.u16(offsets::VLAN_TCI) & 0x0fff) << 48;
-    // `flow::key_tail`'s layout, written out: calling it here cost 2
-    // instructions a packet (session 9; the proptest below checks the words
-    // against `parse_words`).
-    w[4] |= ports | u64::from(proto) << 32 | vlan;
+    w[4] |= h.tail;
     let f = Feat {
-        ts: a.timestamp_ns,
+        ts: h.ts,
         len: u16::from_be_bytes([ip[2], ip[3]]),
         tos: ip[1],
         ttl: ip[8],
-        flags: if proto == 6 { l4[13] } else { 0 },
+        flags: h.flags,
     };
     Some((w, f))
 }
@@ -457,6 +432,45 @@ fn read_v4(p: &Packet) -> Option<(Words, Feat)> {
 /// trace's packets are IPv6: out of line they cost 152 instructions each.)
 #[inline(always)]
 fn read_v6(p: &Packet) -> Option<(Words, Feat)> {
+    let h = transport_key::<40, 6>(p)?;
+    let ip = h.ip;
+    if ip[0] >> 4 != 6 {
+        return None;
+    }
+    let word = |o: usize| u64::from_le_bytes(*ip[o..].first_chunk::<8>().unwrap_or(&[0; 8]));
+    let w = [word(8), word(16), word(24), word(32), 6 << 40 | h.tail];
+    let f = Feat {
+        ts: h.ts,
+        len: u16::from_be_bytes([ip[4], ip[5]]).saturating_add(40),
+        tos: (ip[0] << 4) | (ip[1] >> 4),
+        ttl: ip[7],
+        flags: h.flags,
+    };
+    Some((w, f))
+}
+
+/// What [`read_v4`] and [`read_v6`] read alike.
+struct TransportKey<'a, const N: usize> {
+    /// The packet's timestamp.
+    ts: u64,
+    /// The network header's first `N` bytes.
+    ip: &'a [u8; N],
+    /// The key's last word less the version: ports, protocol and VLAN id.
+    tail: u64,
+    /// TCP flags (0 for other protocols).
+    flags: u8,
+}
+
+/// The network header's first `N` bytes and the transport header's first
+/// 14 of a packet whose parser set both (one bounds check each), with the
+/// protocol (the `L4_PROTO` annotation, else byte `PROTO` of the IP
+/// header) and the key's last word but the version. `None` for ICMP and
+/// ICMPv6, whose ports are read differently. The word is
+/// `flow::key_tail`'s layout, written out: calling it here cost 2
+/// instructions a packet (session 9; the proptest below checks the words
+/// against `parse_words`).
+#[inline(always)]
+fn transport_key<const N: usize, const PROTO: usize>(p: &Packet) -> Option<TransportKey<'_, N>> {
     let a = p.anno();
     let (nh, th) = (a.network_header, a.transport_header);
     if nh == NO_HEADER || th == NO_HEADER {
@@ -464,38 +478,29 @@ fn read_v6(p: &Packet) -> Option<(Words, Feat)> {
     }
     let d = p.data();
     let hr = p.headroom();
+    // Offsets before the data wrap to values past its end: no slice.
     let ip = d
         .get((nh as usize).wrapping_sub(hr)..)?
-        .first_chunk::<40>()?;
+        .first_chunk::<N>()?;
     let l4 = d
         .get((th as usize).wrapping_sub(hr)..)?
         .first_chunk::<14>()?;
     let proto = match a.u8(offsets::L4_PROTO) {
-        0 => ip[6],
+        0 => ip[PROTO],
         x => x,
     };
-    if ip[0] >> 4 != 6 || matches!(proto, 1 | 58) {
+    if matches!(proto, 1 | 58) {
         return None;
     }
-    let word = |o: usize| u64::from_le_bytes(*ip[o..].first_chunk::<8>().unwrap_or(&[0; 8]));
     let ports = u64::from(u16::from_be_bytes([l4[0], l4[1]]))
         | u64::from(u16::from_be_bytes([l4[2], l4[3]])) << 16;
     let vlan = u64::from(a.u16(offsets::VLAN_TCI) & 0x0fff) << 48;
-    let w = [
-        word(8),
-        word(16),
-        word(24),
-        word(32),
-        6 << 40 | ports | u64::from(proto) << 32 | vlan,
-    ];
-    let f = Feat {
+    Some(TransportKey {
         ts: a.timestamp_ns,
-        len: u16::from_be_bytes([ip[4], ip[5]]).saturating_add(40),
-        tos: (ip[0] << 4) | (ip[1] >> 4),
-        ttl: ip[7],
+        ip,
+        tail: ports | u64::from(proto) << 32 | vlan,
         flags: if proto == 6 { l4[13] } else { 0 },
-    };
-    Some((w, f))
+    })
 }
 
 /// [`hash_key`] of a key in [`Words`] form (the same value).

@@ -724,7 +724,8 @@ impl Job {
         }
     }
 
-    /// The job of a packet [`read_v4`] does not read, out of line.
+    /// The job of a packet neither [`read_v4`] nor [`read_v6`] reads (ICMP,
+    /// ICMPv6, fewer than 14 bytes of transport header, none), out of line.
     #[cold]
     #[inline(never)]
     fn other<const WAYS: usize>(p: &Packet, nbuckets: usize) -> Option<Job> {

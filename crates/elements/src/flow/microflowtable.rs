@@ -753,9 +753,11 @@ impl Fast {
         let far = pkts.len() > PREFETCH_BATCH;
         for (i, p) in pkts.iter().enumerate() {
             prefetch_ahead(pkts, i, far);
-            // Two separate stores, so that the common case's key and
-            // features stay in registers (a merged `Option` of both readers
-            // went through the stack).
+            // Separate stores, so that the common case's key and features
+            // stay in registers (a merged `Option` of both readers went
+            // through the stack; `read_v4(p).or_else(|| read_v6(p))` into
+            // one store: 7 instructions a packet more on IPv4 hits,
+            // session 31).
             if let Some((w, f)) = read_v4(p) {
                 *now = (*now).max(f.ts);
                 self.jobs[n] = Job::new::<WAYS>(w, f, nbuckets);

@@ -464,6 +464,53 @@ fn timeouts_and_tcp_end_in_packet_time() {
     }
 }
 
+/// A biflow ends when each side has sent a FIN (one FIN does not end it),
+/// and a packet after that starts a new flow: in both implementations.
+#[test]
+fn biflow_ends_on_a_fin_from_each_side() {
+    let (a, b) = ([10, 0, 0, 1], [10, 0, 0, 2]);
+    let (ab, ba) = (ip4(a, b, 6), ip4(b, a, 6));
+    let ms = S / 1000;
+    let frames = vec![
+        (T0, frame(&ab, &tcp(5, 6, 0x02, 0))),
+        (T0 + ms, frame(&ba, &tcp(6, 5, 0x12, 0))),
+        (T0 + 2 * ms, frame(&ab, &tcp(5, 6, 0x11, 0))), // one FIN
+        (T0 + 3 * ms, frame(&ba, &tcp(6, 5, 0x11, 0))), // the other side's
+        (T0 + 4 * ms, frame(&ab, &tcp(5, 6, 0x10, 0))), // a new flow
+    ];
+    let pcap = tmp("biflow-fins.pcap");
+    write_pcap(&pcap, &frames);
+    for imp in ["fast", "reference"] {
+        let name = format!("biflow-fins-{imp}");
+        let r = run(&format!(
+            "FromDump({}, STOP true) -> CheckIPHeader(14) -> MicroflowTable(SLOTS 16, IMPL {imp})
+             -> fa :: FlowAggregator(ACTIVE 0, IDLE 0, BIFLOW true, IMPL {imp}) -> Grab({name});",
+            pcap.display()
+        ));
+        let mut recs: Vec<(u64, u64, u64, u8)> = grabbed(&name)
+            .iter()
+            .map(|r| {
+                (
+                    (r.fwd.first_ns - T0) / ms,
+                    r.fwd.packets,
+                    r.rev.packets,
+                    r.end_reason,
+                )
+            })
+            .collect();
+        recs.sort();
+        assert_eq!(
+            recs,
+            [
+                (0, 2, 2, end_reason::END_OF_FLOW),
+                (4, 1, 0, end_reason::FORCED_END),
+            ],
+            "{imp}"
+        );
+        assert_eq!(read(&r, "fa.end_of_flow"), "1", "{imp}");
+    }
+}
+
 // ---------------------------------------------------------------- synthetic trace
 
 struct Rng(u64);

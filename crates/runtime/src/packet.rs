@@ -1262,9 +1262,9 @@ impl ViewWriter<'_> {
         }
         let m = *self.top.sub(1 + self.n);
         init_view(m, std::slice::from_raw_parts(ptr, len), ts_ns);
-        if extra != 0 {
-            (*m).anno.set_u32(crate::anno::offsets::EXTRA_LENGTH, extra);
-        }
+        // Stored even when 0: in a header trace whether a frame was cut is
+        // chance, and a test of it mispredicted.
+        (*m).anno.set_u32(crate::anno::offsets::EXTRA_LENGTH, extra);
         self.dst.add(self.n).write(m);
         self.n += 1;
         true

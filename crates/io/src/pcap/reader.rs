@@ -572,16 +572,16 @@ fn classic_run<const BIG: bool>(
             break;
         };
         // Two lines a turn: the loop's test and step cost as much as the
-        // prefetch, and records average several lines.
-        while pf < end + PREFETCH_AHEAD {
-            #[cfg(target_arch = "x86_64")]
-            // SAFETY: a prefetch is a hint; it never faults, whatever the address.
-            unsafe {
-                use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-                let at = data.as_ptr().wrapping_add(pf);
-                _mm_prefetch::<_MM_HINT_T0>(at as *const i8);
-                _mm_prefetch::<_MM_HINT_T0>(at.wrapping_add(64) as *const i8);
-            }
+        // prefetch, and records average several lines. The first turn is
+        // taken whatever the record's length, and `pf` then kept at most a
+        // line past the target, so that records of up to two lines (a
+        // header trace's) never enter the loop: whether they did was the
+        // lengths' chance, and the loop's test mispredicted.
+        let target = end + PREFETCH_AHEAD;
+        prefetch_pair(data, pf);
+        pf = (pf + 128).min((target & !63) + 64);
+        while pf < target {
+            prefetch_pair(data, pf);
             pf += 128;
         }
         if !f.record(rec, ts, orig_len) {
@@ -592,6 +592,21 @@ fn classic_run<const BIG: bool>(
     }
     *pos = p;
     n
+}
+
+/// Prefetch the two lines of the file from byte `at` on.
+#[inline(always)]
+fn prefetch_pair(data: &[u8], at: usize) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch is a hint; it never faults, whatever the address.
+    unsafe {
+        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+        let at = data.as_ptr().wrapping_add(at);
+        _mm_prefetch::<_MM_HINT_T0>(at as *const i8);
+        _mm_prefetch::<_MM_HINT_T0>(at.wrapping_add(64) as *const i8);
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (data, at);
 }
 
 /// Everything the fast path of a classic record does not handle: the end of the file,

@@ -443,9 +443,8 @@ impl Config {
         if m.dir.tcp_flags & 0x04 != 0 {
             return true;
         }
-        if m.dir.tcp_flags & 0x01 != 0 {
-            f.fin |= 1 << rev as u8;
-        }
+        // FIN or not is chance microflow by microflow: a shift, not a test.
+        f.fin |= (m.dir.tcp_flags & 0x01) << rev as u8;
         if self.biflow {
             f.fin == 3
         } else {

@@ -1292,16 +1292,21 @@ impl MicroflowTable {
                     .iter_mut()
                     .zip(&f.cells[lo..hi])
                     .zip(&f.keys[lo..hi]);
+                // An empty slot's cell is tested too (what it holds is
+                // stale, and masked): whether a slot is taken is chance,
+                // and a test of it first mispredicted; expiry is rare.
                 for ((tag, cell), key) in slots {
-                    if *tag == 0 {
-                        continue;
-                    }
+                    let taken = *tag != 0;
                     match rules.expired(&cell.0, now) {
-                        Some(r) => {
+                        Some(r) if taken => {
                             *tag = 0;
                             emit_words(stats, out, key, &cell.0, r);
                         }
-                        None => kept = kept.min(cell.0.first_ns),
+                        _ => {
+                            let first =
+                                std::hint::select_unpredictable(taken, cell.0.first_ns, u64::MAX);
+                            kept = kept.min(first);
+                        }
                     }
                 }
             }

@@ -573,26 +573,25 @@ fn classic_run<const BIG: bool>(
 ) -> usize {
     let mut p = *pos;
     let mut n = 0;
-    // Next line of the file to prefetch: every line up to PREFETCH_AHEAD
-    // bytes past the record just read, so that records of any length find
-    // their header in cache (one prefetch a record at a fixed distance
-    // skips most lines of long records: 87 % of FromDump's cycles on a
-    // trace of whole frames were the load of the next record's length).
+    // Next line of the file to prefetch: every line before it has been,
+    // and it stays between PREFETCH_AHEAD - PREFETCH_SLACK bytes past the
+    // record just read and a line past PREFETCH_AHEAD, so that records of
+    // any length find their header in cache (one prefetch a record at a
+    // fixed distance skips most lines of long records: 87 % of FromDump's
+    // cycles on a trace of whole frames were the load of the next record's
+    // length).
     let mut pf = (p + PREFETCH_AHEAD) & !63;
     let turns = c.turns;
     while n < max {
         let Some((rec, ts, orig_len, end)) = classic_fast::<BIG>(data, p, c) else {
             break;
         };
-        // Two lines a turn: the loop's test and step cost as much as the
-        // prefetch, and records average several lines. Every record takes
-        // the same number of turns, the previous call's average length
-        // (a loop the predictor learns), and `pf` is then kept at most a
-        // line past the target; only a run of longer records that leaves
-        // it more than `PREFETCH_SLACK` behind takes the catch-up loop.
-        // A loop to the target itself, turns as many as each record's
-        // lines, was the lengths' chance: its tests mispredicted (a
-        // header trace's 0.32 a record, a whole one's 1.09, simulated).
+        // Two lines a turn. Every record takes the same number of turns,
+        // the previous call's average length (a loop the predictor
+        // learns); only a run of longer records takes the catch-up loop.
+        // A loop up to the target itself mispredicted on the lengths'
+        // chance (0.32 a record on a header trace, 1.09 on a whole one,
+        // simulated).
         let target = end + PREFETCH_AHEAD;
         // The first turn outside the loop: `0..turns` cost the header
         // trace 7 instructions a record more (callgrind).

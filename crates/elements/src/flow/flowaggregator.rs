@@ -193,6 +193,42 @@ const NO_HINT: u32 = u32::MAX;
 /// index and prefetches the flow.
 const AHEAD: usize = 8;
 
+/// The widest span of flow ids [`newest_first`] places rather than sorts
+/// (a 64 MiB table).
+const PLACE_SPAN: u64 = 1 << 24;
+
+/// `(id, slot)` pairs with distinct ids, ordered by id from the largest
+/// down (the flush pops the oldest flow from the end). Flow ids are handed
+/// out in sequence, so the live ones span a small multiple of their number
+/// (69,308 flows left over 297,863 ids at the end of the internet-like
+/// trace): each pair goes straight to its place in a table as long as that
+/// span, read back in order: 8.3 M instructions fewer than sorting those
+/// 69,308 pairs, half a percent of the run (session 33). Spans over 32
+/// times the flows, or over [`PLACE_SPAN`], are sorted.
+fn newest_first(mut v: Vec<(u64, u32)>) -> Vec<(u64, u32)> {
+    let (Some(lo), Some(hi)) = (v.iter().map(|x| x.0).min(), v.iter().map(|x| x.0).max()) else {
+        return v;
+    };
+    let span = hi - lo + 1;
+    if span > PLACE_SPAN.min(32 * v.len() as u64) {
+        v.sort_unstable_by_key(|&(id, _)| Reverse(id));
+        return v;
+    }
+    let mut place = vec![u32::MAX; span as usize];
+    for &(id, s) in &v {
+        place[(hi - id) as usize] = s;
+    }
+    v.clear();
+    v.extend(
+        place
+            .iter()
+            .enumerate()
+            .filter(|&(_, &s)| s != u32::MAX)
+            .map(|(i, &s)| (hi - i as u64, s)),
+    );
+    v
+}
+
 /// Ports, protocol and version of `k` in one word (`swap`: ports swapped).
 #[inline]
 fn tail(k: &FlowKey, swap: bool) -> u64 {
@@ -1078,15 +1114,14 @@ impl FlowAggregator {
         match &mut self.table {
             Table::Fast(f) => {
                 if !self.flushing {
-                    // Sorted as (id, slot) pairs, ids unique: a comparison
+                    // Ordered as (id, slot) pairs, ids unique: the order
                     // reads no flow (by slot it loaded two flows from the
                     // slab at random, 24 M instructions and most of the
                     // flush's cache misses for 69,000 flows).
-                    f.flush_order = (0..f.used as u32)
+                    let live = (0..f.used as u32)
                         .map(|s| (f.flows[s as usize].id, s))
-                        .filter(|&(id, _)| id != u64::MAX)
-                        .collect();
-                    f.flush_order.sort_unstable_by_key(|&(id, _)| Reverse(id));
+                        .filter(|&(id, _)| id != u64::MAX);
+                    f.flush_order = newest_first(live.collect());
                     self.flushing = true;
                 }
                 for _ in 0..max {
@@ -1357,6 +1392,23 @@ mod tests {
     use super::*;
 
     use crate::flow::record::record_in;
+
+    proptest::proptest! {
+        /// The flush order is the ids' order from the largest down, both
+        /// when the ids are placed (span within 32 times their number)
+        /// and when they are sorted (wider).
+        #[test]
+        fn newest_first_orders_by_id(
+            ids in proptest::collection::hash_set(0u64..2000, 0..200),
+            base in proptest::prelude::any::<u64>(),
+        ) {
+            let base = base / 2;
+            let v: Vec<(u64, u32)> = ids.iter().enumerate().map(|(s, &id)| (base + id, s as u32)).collect();
+            let mut want = v.clone();
+            want.sort_by_key(|&(id, _)| Reverse(id));
+            proptest::prop_assert_eq!(newest_first(v), want);
+        }
+    }
 
     /// Bytes at an address aligned for a `Microflow`.
     #[repr(C, align(8))]

@@ -468,6 +468,15 @@ impl Config {
         }
     }
 
+    /// Whether `m` alone ends a flow it starts: [`Config::apply`]'s answer
+    /// for a new flow's first microflow, without the flow (a RST, or a FIN
+    /// when each direction is its own flow).
+    #[inline(always)]
+    fn ends_alone(&self, m: &Microflow) -> bool {
+        let end = if self.biflow { 0x04 } else { 0x05 };
+        self.tcpend && m.key.proto == 6 && m.dir.tcp_flags & end != 0
+    }
+
     /// Merge `m` into `f` (reverse direction if `rev`); true if the flow
     /// ended (TCP end of flow).
     #[inline(always)]
@@ -905,6 +914,19 @@ impl FlowAggregator {
                         }
                         Gate::Defer(dl) => return self.waiting.push(fl, dl, m, h),
                     }
+                }
+                if found.is_none() && cfg.ends_alone(m) {
+                    // A flow that starts and ends in this microflow (a
+                    // short connection's FIN or RST) is recorded straight
+                    // away, never indexed: 17 % of the internet-like
+                    // trace's flows, 2.8 % less time (session 33).
+                    let mut fl = Flow::new(m, vlan, id);
+                    cfg.apply(&mut fl, m, false);
+                    let rec = cfg.record(&fl, end_reason::END_OF_FLOW);
+                    emit(&mut self.stats, out, rec, end_reason::END_OF_FLOW);
+                    self.next_id += 1;
+                    self.stats.flows += 1;
+                    return;
                 }
                 let (s, rev, new) = match found {
                     Some((s, rev)) => (s, rev, false),
@@ -1407,6 +1429,26 @@ mod tests {
             let mut want = v.clone();
             want.sort_by_key(|&(id, _)| Reverse(id));
             proptest::prop_assert_eq!(newest_first(v), want);
+        }
+    }
+
+    proptest::proptest! {
+        /// `ends_alone` says what `apply` says of a new flow's first
+        /// microflow, whatever the protocol, flags and rules.
+        #[test]
+        fn ends_alone_is_apply_on_a_new_flow(
+            proto in proptest::prop_oneof![proptest::prelude::Just(6u8), proptest::prelude::Just(17u8), proptest::prelude::any::<u8>()],
+            flags in proptest::prelude::any::<u8>(),
+            tcpend in proptest::prelude::any::<bool>(),
+            biflow in proptest::prelude::any::<bool>(),
+        ) {
+            let mut m = Microflow::new();
+            m.key.proto = proto;
+            m.dir.tcp_flags = flags;
+            m.dir.packets = 1;
+            let cfg = Config { active: u64::MAX, idle: u64::MAX, tcpend, biflow, vlan: false };
+            let mut fl = Flow::new(&m, 0, 0);
+            proptest::prop_assert_eq!(cfg.ends_alone(&m), cfg.apply(&mut fl, &m, false));
         }
     }
 

@@ -899,7 +899,7 @@ impl FlowAggregator {
         let vlan = if cfg.vlan { m.vlan } else { 0 };
         let id = self.next_id;
         let new = match &mut self.table {
-            Table::Fast(f) => {
+            Table::Fast(f) => 'fast: {
                 let mut found = f.find_hinted(&cfg, hint, h, &m.key, vlan);
                 let mut before = u64::MAX;
                 if let Some((s, _)) = found {
@@ -924,9 +924,7 @@ impl FlowAggregator {
                     cfg.apply(&mut fl, m, false);
                     let rec = cfg.record(&fl, end_reason::END_OF_FLOW);
                     emit(&mut self.stats, out, rec, end_reason::END_OF_FLOW);
-                    self.next_id += 1;
-                    self.stats.flows += 1;
-                    return;
+                    break 'fast true;
                 }
                 let (s, rev, new) = match found {
                     Some((s, rev)) => (s, rev, false),

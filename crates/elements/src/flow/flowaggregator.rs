@@ -206,9 +206,12 @@ const PLACE_SPAN: u64 = 1 << 24;
 /// 69,308 pairs, half a percent of the run (session 33). Spans over 32
 /// times the flows, or over [`PLACE_SPAN`], are sorted.
 fn newest_first(mut v: Vec<(u64, u32)>) -> Vec<(u64, u32)> {
-    let (Some(lo), Some(hi)) = (v.iter().map(|x| x.0).min(), v.iter().map(|x| x.0).max()) else {
+    if v.is_empty() {
         return v;
-    };
+    }
+    let (lo, hi) = v
+        .iter()
+        .fold((u64::MAX, 0), |(lo, hi), &(id, _)| (lo.min(id), hi.max(id)));
     let span = hi - lo + 1;
     if span > PLACE_SPAN.min(32 * v.len() as u64) {
         v.sort_unstable_by_key(|&(id, _)| Reverse(id));
@@ -473,8 +476,19 @@ impl Config {
     /// when each direction is its own flow).
     #[inline(always)]
     fn ends_alone(&self, m: &Microflow) -> bool {
-        let end = if self.biflow { 0x04 } else { 0x05 };
-        self.tcpend && m.key.proto == 6 && m.dir.tcp_flags & end != 0
+        let flags = m.dir.tcp_flags;
+        self.tcpend && m.key.proto == 6 && (flags & 0x04 != 0 || self.fins_end(flags & 0x01))
+    }
+
+    /// Whether FIN bits `fin` (bit 0 forward, bit 1 reverse) end a TCP
+    /// flow: both sides' for a biflow, either for a one-way flow.
+    #[inline(always)]
+    fn fins_end(&self, fin: u8) -> bool {
+        if self.biflow {
+            fin == 3
+        } else {
+            fin != 0
+        }
     }
 
     /// Merge `m` into `f` (reverse direction if `rev`); true if the flow
@@ -490,11 +504,7 @@ impl Config {
         }
         // FIN or not is chance microflow by microflow: a shift, not a test.
         f.fin |= (m.dir.tcp_flags & 0x01) << rev as u8;
-        if self.biflow {
-            f.fin == 3
-        } else {
-            f.fin != 0
-        }
+        self.fins_end(f.fin)
     }
 }
 

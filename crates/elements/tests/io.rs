@@ -254,6 +254,46 @@ fn replicas_share_one_reader_and_both_get_work() {
     assert_eq!(shares[0], shares[1]);
 }
 
+/// The shared walk reads Ethernet files through its one-test path and
+/// every other link type through the general one: a raw-IP file (the LAN
+/// trace's IP packets without their Ethernet headers) splits between the
+/// replicas as per-replica readers split it, every record once.
+#[test]
+fn replicas_share_a_raw_ip_file_as_they_would_read_it_alone() {
+    let raw = tmp("raw-ip.pcap");
+    let mut w =
+        linerate_io::pcap::PcapWriter::create(&raw, linerate_io::pcap::LinkType::RAW, 65535, false)
+            .unwrap();
+    let mut n = 0u64;
+    for (ts, orig_len, d) in records(&lan()) {
+        if d.len() > 14 && matches!(d[12..14], [0x08, 0x00] | [0x86, 0xdd]) {
+            w.write(ts, orig_len - 14, &d[14..]).unwrap();
+            n += 1;
+        }
+    }
+    drop(w);
+    assert!(n > 50_000, "{n} IP packets");
+    let mut shares = Vec::new();
+    for extra in ["", ", END_AFTER 2h"] {
+        let r = run(
+            &format!(
+                "src :: FromDump({}, STOP true{extra}) -> c :: Counter -> Discard",
+                raw.display()
+            ),
+            RouterOptions {
+                threads: 2,
+                replicate: true,
+                ..Default::default()
+            },
+        );
+        let counts = per_replica(&r, "src", "count");
+        assert_eq!(counts.iter().sum::<u64>(), n, "{extra}: {counts:?}");
+        assert!(counts.iter().all(|&c| c > 10_000), "{extra}: {counts:?}");
+        shares.push(counts);
+    }
+    assert_eq!(shares[0], shares[1]);
+}
+
 #[test]
 fn pull_mode_todump_drains_a_queue() {
     let out = tmp("pulled.pcap");

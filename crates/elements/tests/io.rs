@@ -77,6 +77,41 @@ fn force_ip_splits_ip_from_arp() {
     assert_eq!(r.handle().call("f.encap", None).unwrap(), "ETHER\n");
 }
 
+/// The same split with two replicas sharing the reader: IP packets get
+/// their network header (an IP filter downstream reads it), the rest go
+/// to the second output.
+#[test]
+fn force_ip_splits_ip_from_arp_in_replicas() {
+    let r = run(
+        &format!(
+            "f :: FromDump({}, STOP true, FORCE_IP true);
+             f -> IPFilter(allow tcp, deny all) -> tcp :: Counter -> Discard;
+             f[1] -> other :: Counter -> Discard;",
+            lan().display()
+        ),
+        RouterOptions::default(),
+    );
+    let tcp = read(&r, "tcp.count");
+    assert!(tcp > 10_000, "{tcp} TCP packets");
+    let r = run(
+        &format!(
+            "f :: FromDump({}, STOP true, FORCE_IP true);
+             f -> ip :: Counter -> IPFilter(allow tcp, deny all) -> tcp :: Counter -> Discard;
+             f[1] -> other :: Counter -> Discard;",
+            lan().display()
+        ),
+        RouterOptions {
+            threads: 2,
+            replicate: true,
+            ..Default::default()
+        },
+    );
+    assert_eq!(per_replica(&r, "f", "count").len(), 2);
+    assert_eq!(read(&r, "ip.count"), 62_038);
+    assert_eq!(read(&r, "tcp.count"), tcp);
+    assert_eq!(read(&r, "other.count"), 743);
+}
+
 #[test]
 fn truncated_file_delivers_what_precedes_the_cut() {
     let bytes = std::fs::read(lan()).unwrap();

@@ -375,11 +375,13 @@ fn hash_v6(ip: &[u8]) -> u32 {
     mix(sym(fold(&ip[8..24]), fold(&ip[24..40])))
 }
 
-/// The finish of [`flow_hash`]; never 0.
+/// The finish of [`flow_hash`]; never 0. One multiply-xorshift round:
+/// the owner function spreads flows as evenly as after two (the test
+/// `flow_hash_spreads_flows`), and the shared walk does 5 instructions a
+/// record fewer.
 #[inline(always)]
 fn mix(mut h: u64) -> u32 {
-    h = (h ^ (h >> 33)).wrapping_mul(0xff51_afd7_ed55_8ccd);
-    h = (h ^ (h >> 29)).wrapping_mul(0xc4ce_b9fe_1a85_ec53);
+    h = (h ^ (h >> 29)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
     ((h ^ (h >> 32)) as u32) | 1
 }
 
@@ -1259,6 +1261,56 @@ mod tests {
             }
         }
         assert!(answered.iter().all(|&n| n > 1000), "{answered:?}");
+    }
+
+    /// Flows spread evenly over any replica count by the owner function,
+    /// also for structured tuples: one client's sequential source ports,
+    /// or sequential addresses.
+    #[test]
+    fn flow_hash_spreads_flows() {
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut rnd = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let tuple = |src: u32, dst: u32, sp: u16, dp: u16| {
+            let mut ip = [0u8; 24];
+            ip[0] = 0x45;
+            ip[9] = 6;
+            ip[12..16].copy_from_slice(&src.to_be_bytes());
+            ip[16..20].copy_from_slice(&dst.to_be_bytes());
+            ip[20..22].copy_from_slice(&sp.to_be_bytes());
+            ip[22..24].copy_from_slice(&dp.to_be_bytes());
+            flow_hash(&ip, Some(0))
+        };
+        let sets: [Vec<u32>; 3] = [
+            (0..60_000)
+                .map(|_| {
+                    let r = rnd();
+                    tuple(r as u32, (r >> 32) as u32, rnd() as u16, rnd() as u16)
+                })
+                .collect(),
+            (0..60_000u32)
+                .map(|i| tuple(0x0a00_0001, 0xc0a8_0001, 1024 + i as u16, 443))
+                .collect(),
+            (0..60_000u32)
+                .map(|i| tuple(0x0a00_0000 + i, 0xc0a8_0001, 40_000, 80))
+                .collect(),
+        ];
+        for (k, hashes) in sets.iter().enumerate() {
+            for n in 2..=8usize {
+                let mut share = vec![0usize; n];
+                for &h in hashes {
+                    share[owner(h, n)] += 1;
+                }
+                let fair = hashes.len() / n;
+                for c in &share {
+                    assert!(c.abs_diff(fair) * 25 < fair, "set {k}, n {n}: {share:?}");
+                }
+            }
+        }
     }
 
     #[test]

@@ -126,14 +126,22 @@ fn truncated_file_delivers_what_precedes_the_cut() {
         n
     };
     assert!(complete > 10);
-    let r = run(
-        &format!(
-            "FromDump({}, STOP true) -> c :: Counter -> Discard",
-            cut.display()
-        ),
-        RouterOptions::default(),
-    );
-    assert_eq!(read(&r, "c.count"), complete);
+    // One thread, and two replicas sharing the reader (its walk meets the
+    // cut through the general path).
+    for threads in [1, 2] {
+        let r = run(
+            &format!(
+                "FromDump({}, STOP true) -> c :: Counter -> Discard",
+                cut.display()
+            ),
+            RouterOptions {
+                threads,
+                replicate: threads > 1,
+                ..Default::default()
+            },
+        );
+        assert_eq!(read(&r, "c.count"), complete, "{threads} threads");
+    }
 }
 
 #[test]

@@ -477,7 +477,7 @@ impl<const ETHER: bool> Sharer<'_, ETHER> {
         // crafted file, is treated as no IP header.)
         let ip = ip_offset(kind, data).filter(|&o| o < NO_IP as usize);
         let hash = flow_hash(data, ip);
-        let raw = matches!(kind, LinkKind::RawIp | LinkKind::Ipv4 | LinkKind::Ipv6);
+        let raw = kind.is_raw_ip();
         self.push(
             data,
             ts,
@@ -767,9 +767,7 @@ impl FromDump {
                 }
             }
             let kind = rec.link_type.kind();
-            let need_ip = self.force_ip
-                || self.replica.1 > 1
-                || matches!(kind, LinkKind::RawIp | LinkKind::Ipv4 | LinkKind::Ipv6);
+            let need_ip = self.force_ip || self.replica.1 > 1 || kind.is_raw_ip();
             let ip = if need_ip {
                 ip_offset(kind, rec.data)
             } else {
@@ -798,7 +796,7 @@ impl FromDump {
             // Without FORCE_IP, only raw-IP link types get the network
             // header, with or without replicas (the parser downstream then
             // sees the same packets either way).
-            let raw = matches!(kind, LinkKind::RawIp | LinkKind::Ipv4 | LinkKind::Ipv6);
+            let raw = kind.is_raw_ip();
             if let Some(off) = ip.filter(|_| self.force_ip || raw) {
                 p.set_network_header(off as isize);
             }
@@ -848,8 +846,7 @@ impl FromDump {
         let max = max.min(MAX_BATCH);
         // Classic files have one link type for every record; pcapng
         // records (which never take the fast path) carry their own.
-        let is_raw = |k: LinkKind| matches!(k, LinkKind::RawIp | LinkKind::Ipv4 | LinkKind::Ipv6);
-        let fast_raw = !reader.is_pcapng() && is_raw(reader.link_type().kind());
+        let fast_raw = !reader.is_pcapng() && reader.link_type().kind().is_raw_ip();
         let mut raw_ip = [false; MAX_BATCH];
         let mut any_raw = fast_raw;
         // SAFETY: the views point into the reader's mapping, which lives as
@@ -876,7 +873,7 @@ impl FromDump {
                         end = true;
                         break;
                     };
-                    if is_raw(r.link_type.kind()) {
+                    if r.link_type.kind().is_raw_ip() {
                         raw_ip[max - w.room()] = true;
                         any_raw = true;
                     }
@@ -1106,10 +1103,7 @@ impl Element for FromDump {
             if let Some(w) = g.as_ref() {
                 let r = &w.reader;
                 rep.base = r.data_base().as_ptr() as usize;
-                let raw = matches!(
-                    r.link_type().kind(),
-                    LinkKind::RawIp | LinkKind::Ipv4 | LinkKind::Ipv6
-                );
+                let raw = r.link_type().kind().is_raw_ip();
                 rep.headers = self.force_ip || raw || r.is_pcapng();
             }
             return Ok(());

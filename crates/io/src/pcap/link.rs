@@ -59,3 +59,11 @@ pub enum LinkKind {
     /// Any other link type; the records are still delivered, undecoded.
     Other,
 }
+
+impl LinkKind {
+    /// Whether records start with the IP header (`RawIp`, `Ipv4`, `Ipv6`).
+    #[inline]
+    pub fn is_raw_ip(self) -> bool {
+        matches!(self, LinkKind::RawIp | LinkKind::Ipv4 | LinkKind::Ipv6)
+    }
+}

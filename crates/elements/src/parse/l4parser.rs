@@ -530,7 +530,7 @@ pub(crate) fn annotate_slow(p: &mut Packet) -> Result<(), Reason> {
 
 /// [`annotate_slow`] of a packet a capture may have cut `cut` bytes short;
 /// true if it was (see [`parse_reference`]).
-fn annotate_slow_cut(p: &mut Packet, cut: usize) -> Result<bool, Reason> {
+pub(crate) fn annotate_slow_cut(p: &mut Packet, cut: usize) -> Result<bool, Reason> {
     let (nh, th, proto, tci, was_cut) = parse_reference(p.data(), cut)?;
     annotate_reference(p, (nh, th, proto, tci));
     Ok(was_cut)
@@ -538,13 +538,14 @@ fn annotate_slow_cut(p: &mut Packet, cut: usize) -> Result<bool, Reason> {
 
 /// Bytes of the packet a capture did not keep (the `EXTRA_LENGTH`
 /// annotation, which `FromDump` sets).
-fn extra_length(p: &Packet) -> usize {
+#[inline(always)]
+pub(crate) fn extra_length(p: &Packet) -> usize {
     p.anno().u32(offsets::EXTRA_LENGTH) as usize
 }
 
 /// Writes the contract's annotations from the fast parser's result.
 #[inline(always)]
-fn annotate(p: &mut Packet, r: &Parsed) {
+pub(crate) fn annotate(p: &mut Packet, r: &Parsed) {
     annotate_at(p, (p.headroom(), p.len()), r)
 }
 

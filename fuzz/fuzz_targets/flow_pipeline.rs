@@ -6,7 +6,12 @@
 //! built per input (its elements take a `Ctx`, which only a router makes),
 //! flushed at the end of the run. The same frames go through a second chain
 //! of the reference implementations (`IMPL reference` throughout), which
-//! must give the same records in the same order and the same counters.
+//! must give the same records in the same order and the same counters, and
+//! a third whose table parses the frames itself (`MicroflowTable(PARSE
+//! true)`, no L4Parser), which must meter and ignore the same packets and,
+//! where the table has no timeouts, give the same records and counters
+//! (with timeouts its sweeps differ: L4Parser's output 1 reaches the table
+//! as batches of their own, and each batch sweeps).
 //! Inputs with raw frames add a misconfigured graph: raw bytes pushed
 //! straight into a `FlowAggregator` (as `FromDump -> FlowAggregator` would)
 //! and into a second `IPFIXExport`, which must count what is no record and
@@ -58,6 +63,9 @@
 //!   one packet), no TCP flags but for TCP;
 //! - the reference chain: the same records in the same order, the same
 //!   counters (every handler of the table and the aggregator);
+//! - the chain whose table parses: the same packets metered and ignored,
+//!   every frame in a record or ignored; without table timeouts the same
+//!   records in the same order and the same counters;
 //! - IPFIX (the file both exporters share, domains 1 and 2): the messages
 //!   decode, each message's sequence number counts the data records of its
 //!   domain before it, every record went out once (the pipeline's with
@@ -94,16 +102,17 @@ use std::sync::OnceLock;
 /// the table and the aggregator run on packet time, far from the
 /// simulated clock).
 const T0: u64 = 1_600_000_000_000_000_000;
-/// Source outputs: the pipeline, the reference pipeline, the raw
-/// aggregator, the raw exporter.
-const OUTPUTS: usize = 4;
+/// Source outputs: the pipeline, the reference pipeline, the pipeline whose
+/// table parses, the raw aggregator, the raw exporter.
+const OUTPUTS: usize = 5;
 const DEFAULT_PEN: u32 = 32473;
 
 thread_local! {
     /// The batches the source pushes, per output, in order.
     static PLAN: RefCell<Vec<[Batch; OUTPUTS]>> = const { RefCell::new(Vec::new()) };
     /// The records each `FuzzGrab(N)` received.
-    static GRABBED: RefCell<[Vec<FlowRecord>; 3]> = const { RefCell::new([Vec::new(), Vec::new(), Vec::new()]) };
+    static GRABBED: RefCell<[Vec<FlowRecord>; 4]> =
+        const { RefCell::new([Vec::new(), Vec::new(), Vec::new(), Vec::new()]) };
     /// Packets `FuzzGrab(2)` received that are no flow records.
     static NOT_RECORDS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
 }
@@ -185,7 +194,7 @@ fn registry() -> &'static Registry {
         let mut reg = linerate_elements::registry();
         reg.add(ElementClass {
             name: "FuzzSource",
-            port_count: "0/2-4",
+            port_count: "0/3-5",
             processing: "h/h",
             doc: "",
             make: source_make,
@@ -261,6 +270,12 @@ impl Setup {
         }
     }
 
+    /// Whether the table has neither an idle nor an active timeout.
+    fn untimed_table(&self) -> bool {
+        let off = |t: &str| t.starts_with("0");
+        off(&self.mt_idle) && off(&self.mt_active)
+    }
+
     /// The configuration strings of the elements whose arguments the input
     /// chooses, by element name.
     fn configs(&self, ipfix: &str) -> Vec<(&'static str, String)> {
@@ -282,6 +297,8 @@ impl Setup {
             ("rmt", format!("{mt}, IMPL reference")),
             ("fa", fa.clone()),
             ("rfa", format!("{fa}, IMPL reference")),
+            ("pmt", format!("PARSE true, {mt}")),
+            ("pfa", fa.clone()),
             (
                 "ix",
                 format!("FILENAME {ipfix}, MTU {}, IGNORED fa.ignored", self.mtu),
@@ -307,12 +324,13 @@ p[1] -> mt;
 src[1] -> rp :: L4Parser(IMPL reference) -> rmt :: MicroflowTable -> rfa :: FlowAggregator
   -> FuzzGrab(1);
 rp[1] -> rmt;
+src[2] -> pmt :: MicroflowTable -> pfa :: FlowAggregator -> FuzzGrab(3);
 ";
 
 /// The misconfigured part, only in the graph of inputs with raw frames.
-const GRAPH_RAW: &str = "src[2] -> xa :: FlowAggregator -> xe :: IPFIXExport(FILENAME /dev/null)
+const GRAPH_RAW: &str = "src[3] -> xa :: FlowAggregator -> xe :: IPFIXExport(FILENAME /dev/null)
   -> FuzzGrab(2);
-src[3] -> xe;
+src[4] -> xe;
 ";
 
 /// The graph without (false) or with (true) the raw part.
@@ -415,8 +433,10 @@ impl AggCounts {
 struct Values {
     mt: TableCounts,
     rmt: TableCounts,
+    pmt: TableCounts,
     fa: AggCounts,
     rfa: AggCounts,
+    pfa: AggCounts,
     xa: AggCounts,
     ix: (u64, u64),
     xe: (u64, u64),
@@ -432,6 +452,8 @@ impl Values {
             match name {
                 "mt" => v.mt = TableCounts::read(el, name),
                 "rmt" => v.rmt = TableCounts::read(el, name),
+                "pmt" => v.pmt = TableCounts::read(el, name),
+                "pfa" => v.pfa = AggCounts::read(el, name),
                 "fa" => v.fa = AggCounts::read(el, name),
                 "rfa" => v.rfa = AggCounts::read(el, name),
                 "xa" => v.xa = AggCounts::read(el, name),
@@ -516,6 +538,7 @@ fn plan(setup: &Setup, mut data: &[u8]) -> Fed {
                 fed.t_min = fed.t_min.min(t);
                 fed.t_max = fed.t_max.max(t);
                 cur[1].push(p.clone());
+                cur[2].push(p.clone());
                 cur[0].push(p);
             }
             2 => {
@@ -532,14 +555,14 @@ fn plan(setup: &Setup, mut data: &[u8]) -> Fed {
                         }
                     }
                 }
-                cur[2].push(p);
+                cur[3].push(p);
             }
             _ => {
                 match FlowRecord::from_bytes(frame) {
                     Some(_) => fed.raw_records += 1,
                     None => fed.raw_not_records += 1,
                 }
-                cur[3].push(p);
+                cur[4].push(p);
             }
         }
     }
@@ -751,12 +774,13 @@ fuzz_target!(|data: &[u8]| {
     r.run();
     let v = Values::read(&r);
 
-    let (recs, rrecs, raw) = GRABBED.with(|g| {
+    let (recs, rrecs, raw, precs) = GRABBED.with(|g| {
         let mut g = g.borrow_mut();
         (
             std::mem::take(&mut g[0]),
             std::mem::take(&mut g[1]),
             std::mem::take(&mut g[2]),
+            std::mem::take(&mut g[3]),
         )
     });
 
@@ -820,6 +844,32 @@ fuzz_target!(|data: &[u8]| {
     }
     assert_eq!(v.mt, v.rmt, "MicroflowTable counters, fast and reference");
     assert_eq!(v.fa, v.rfa, "FlowAggregator counters, fast and reference");
+
+    // The table that parses: the same packets metered and ignored; without
+    // table timeouts (whose sweeps follow the batches) the same records
+    // and counters.
+    let ppackets: u64 = precs.iter().map(|r| r.fwd.packets + r.rev.packets).sum();
+    assert_eq!(
+        (v.pmt.packets, v.pmt.ignored, ppackets),
+        (mt.packets, ignored, packets),
+        "PARSE: packets metered, ignored, in records"
+    );
+    if setup.untimed_table() {
+        if as_bytes(&recs) != as_bytes(&precs) {
+            let i = (0..recs.len().min(precs.len()))
+                .find(|&i| recs[i] != precs[i])
+                .unwrap_or(recs.len().min(precs.len()));
+            panic!(
+                "L4Parser and PARSE differ from record {i} ({} and {} records):\nL4Parser {:?}\nPARSE    {:?}",
+                recs.len(),
+                precs.len(),
+                recs.get(i),
+                precs.get(i)
+            );
+        }
+        assert_eq!(v.mt, v.pmt, "MicroflowTable counters, L4Parser and PARSE");
+        assert_eq!(v.fa, v.pfa, "FlowAggregator counters, L4Parser and PARSE");
+    }
 
     // The exporters.
     assert_eq!(v.ix, (recs.len() as u64, 0), "ix records, ignored");

@@ -750,6 +750,27 @@ fn check_ipfix(bytes: &[u8], domains: &[Domain]) {
     }
 }
 
+/// Two chains' records, compared as bytes (one memcmp); on a difference,
+/// panics naming the first record that differs.
+fn same_records((a, x): (&str, &[FlowRecord]), (b, y): (&str, &[FlowRecord])) {
+    let as_bytes = |v: &[FlowRecord]| -> Vec<u8> {
+        v.iter()
+            .flat_map(|r| r.as_bytes().iter().copied())
+            .collect()
+    };
+    if x.len() != y.len() || as_bytes(x) != as_bytes(y) {
+        let n = x.len().min(y.len());
+        let i = (0..n).find(|&i| x[i] != y[i]).unwrap_or(n);
+        panic!(
+            "{a} and {b} differ from record {i} ({} and {} records):\n{a}: {:?}\n{b}: {:?}",
+            x.len(),
+            y.len(),
+            x.get(i),
+            y.get(i)
+        );
+    }
+}
+
 fuzz_target!(|data: &[u8]| {
     let mut h = [0u8; 5];
     let n = data.len().min(5);
@@ -823,25 +844,8 @@ fuzz_target!(|data: &[u8]| {
         check_record(&setup, &fed, rec);
     }
 
-    // The reference chain: the same records (compared as bytes: one
-    // memcmp) and counters.
-    let as_bytes = |v: &[FlowRecord]| -> Vec<u8> {
-        v.iter()
-            .flat_map(|r| r.as_bytes().iter().copied())
-            .collect()
-    };
-    if recs.len() != rrecs.len() || as_bytes(&recs) != as_bytes(&rrecs) {
-        let i = (0..recs.len().min(rrecs.len()))
-            .find(|&i| recs[i] != rrecs[i])
-            .unwrap_or(recs.len().min(rrecs.len()));
-        panic!(
-            "fast and reference differ from record {i} on ({} and {} records):\nfast {:?}\nref  {:?}",
-            recs.len(),
-            rrecs.len(),
-            recs.get(i),
-            rrecs.get(i)
-        );
-    }
+    // The reference chain: the same records and counters.
+    same_records(("fast", &recs), ("ref", &rrecs));
     assert_eq!(v.mt, v.rmt, "MicroflowTable counters, fast and reference");
     assert_eq!(v.fa, v.rfa, "FlowAggregator counters, fast and reference");
 
@@ -855,18 +859,7 @@ fuzz_target!(|data: &[u8]| {
         "PARSE: packets metered, ignored, in records"
     );
     if setup.untimed_table() {
-        if as_bytes(&recs) != as_bytes(&precs) {
-            let i = (0..recs.len().min(precs.len()))
-                .find(|&i| recs[i] != precs[i])
-                .unwrap_or(recs.len().min(precs.len()));
-            panic!(
-                "L4Parser and PARSE differ from record {i} ({} and {} records):\nL4Parser {:?}\nPARSE    {:?}",
-                recs.len(),
-                precs.len(),
-                recs.get(i),
-                precs.get(i)
-            );
-        }
+        same_records(("L4Parser", &recs), ("PARSE", &precs));
         assert_eq!(v.mt, v.pmt, "MicroflowTable counters, L4Parser and PARSE");
         assert_eq!(v.fa, v.pfa, "FlowAggregator counters, L4Parser and PARSE");
     }

@@ -1206,20 +1206,26 @@ fn lan_trace() -> Option<PathBuf> {
     }
 }
 
-/// The LAN trace as a capture with snap length 64 keeps it (the records'
-/// original lengths kept): records equal the whole trace's, field for field.
-#[test]
-fn a_trace_cut_to_its_headers_gives_the_same_records() {
-    let Some(pcap) = lan_trace() else { return };
-    let cut = tmp("lan-snap64.pcap");
-    let mut rd = linerate_io::pcap::PcapReader::open(&pcap).unwrap();
+/// `pcap` as a capture with snap length 64 would have kept it (each
+/// record's original length kept), written to the temporary file `name`.
+fn cut_to_64(pcap: &Path, name: &str) -> PathBuf {
+    let cut = tmp(name);
+    let mut rd = linerate_io::pcap::PcapReader::open(pcap).unwrap();
     let mut w = PcapWriter::create(&cut, rd.link_type(), 64, false).unwrap();
     while let Some(rec) = rd.next_record() {
         let rec = rec.unwrap();
         let k = rec.data.len().min(64);
         w.write(rec.ts_ns, rec.orig_len, &rec.data[..k]).unwrap();
     }
-    drop(w);
+    cut
+}
+
+/// The LAN trace as a capture with snap length 64 keeps it (the records'
+/// original lengths kept): records equal the whole trace's, field for field.
+#[test]
+fn a_trace_cut_to_its_headers_gives_the_same_records() {
+    let Some(pcap) = lan_trace() else { return };
+    let cut = cut_to_64(&pcap, "lan-snap64.pcap");
     let mut got = Vec::new();
     for (name, file) in [("whole", &pcap), ("snap64", &cut)] {
         let r = run(&format!(
@@ -1254,15 +1260,7 @@ fn a_trace_cut_to_its_headers_gives_the_same_records() {
 #[test]
 fn the_table_parses_frames_as_l4parser_does() {
     let Some(pcap) = lan_trace() else { return };
-    let cut = tmp("lan-snap64-parse.pcap");
-    let mut rd = linerate_io::pcap::PcapReader::open(&pcap).unwrap();
-    let mut w = PcapWriter::create(&cut, rd.link_type(), 64, false).unwrap();
-    while let Some(rec) = rd.next_record() {
-        let rec = rec.unwrap();
-        let k = rec.data.len().min(64);
-        w.write(rec.ts_ns, rec.orig_len, &rec.data[..k]).unwrap();
-    }
-    drop(w);
+    let cut = cut_to_64(&pcap, "lan-snap64-parse.pcap");
     let ndpi = pcap.with_file_name("ndpi-tests-mix.pcap");
     for (trace, file) in [("lan", &pcap), ("snap64", &cut), ("ndpi", &ndpi)] {
         // No table timeouts: L4Parser's second output reaches the table as

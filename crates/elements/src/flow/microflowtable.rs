@@ -439,16 +439,7 @@ fn read_v4(p: &Packet) -> Option<(Words, Feat)> {
     if ip[0] >> 4 != 4 || u16::from_be_bytes([ip[6], ip[7]]) & 0x1fff != 0 {
         return None;
     }
-    let mut w = ipv4_address_words(ip);
-    w[4] |= h.tail;
-    let f = Feat {
-        ts: h.ts,
-        len: u16::from_be_bytes([ip[2], ip[3]]),
-        tos: ip[1],
-        ttl: ip[8],
-        flags: h.flags,
-    };
-    Some((w, f))
+    Some(v4_words(ip, h.tail, h.ts, h.flags))
 }
 
 /// [`read_v4`]'s counterpart for IPv6: a packet whose parser found its
@@ -465,16 +456,52 @@ fn read_v6(p: &Packet) -> Option<(Words, Feat)> {
     if ip[0] >> 4 != 6 {
         return None;
     }
-    let word = |o: usize| u64::from_le_bytes(*ip[o..].first_chunk::<8>().unwrap_or(&[0; 8]));
-    let w = [word(8), word(16), word(24), word(32), 6 << 40 | h.tail];
+    Some(v6_words(ip, h.tail, h.ts, h.flags))
+}
+
+/// The key words and features of a packet with IPv4 header `ip`, whose
+/// key's last word but the version is `tail` ([`tail_and_flags`]).
+#[inline(always)]
+fn v4_words(ip: &[u8; 20], tail: u64, ts: u64, flags: u8) -> (Words, Feat) {
+    let mut w = ipv4_address_words(ip);
+    w[4] |= tail;
     let f = Feat {
-        ts: h.ts,
+        ts,
+        len: u16::from_be_bytes([ip[2], ip[3]]),
+        tos: ip[1],
+        ttl: ip[8],
+        flags,
+    };
+    (w, f)
+}
+
+/// [`v4_words`] for IPv6 header `ip`: the address words are the address
+/// bytes as they lie.
+#[inline(always)]
+fn v6_words(ip: &[u8; 40], tail: u64, ts: u64, flags: u8) -> (Words, Feat) {
+    let word = |o: usize| u64::from_le_bytes(*ip[o..].first_chunk::<8>().unwrap_or(&[0; 8]));
+    let w = [word(8), word(16), word(24), word(32), 6 << 40 | tail];
+    let f = Feat {
+        ts,
         len: u16::from_be_bytes([ip[4], ip[5]]).saturating_add(40),
         tos: (ip[0] << 4) | (ip[1] >> 4),
         ttl: ip[7],
-        flags: h.flags,
+        flags,
     };
-    Some((w, f))
+    (w, f)
+}
+
+/// The key's last word but the version (`flow::key_tail`'s layout, written
+/// out: ports, protocol, VLAN id) and the TCP flags (0 for other
+/// protocols) of a transport header's first 14 bytes.
+#[inline(always)]
+fn tail_and_flags(l4: &[u8; 14], proto: u8, vlan_tci: u16) -> (u64, u8) {
+    let ports = u64::from(u16::from_be_bytes([l4[0], l4[1]]))
+        | u64::from(u16::from_be_bytes([l4[2], l4[3]])) << 16;
+    let tail = ports | u64::from(proto) << 32 | u64::from(vlan_tci & 0x0fff) << 48;
+    // A mask, not a test: TCP or UDP is chance, and as a branch it was
+    // mispredicted 0.14 times a packet (session 33).
+    (tail, l4[13] & 0u8.wrapping_sub(u8::from(proto == 6)))
 }
 
 /// `PARSE` mode's reader of an Ethernet frame (no parser ran upstream):
@@ -502,36 +529,12 @@ fn read_frame(p: &Packet) -> Option<(Words, Feat)> {
                 return None;
             }
             let l4 = d.get(usize::from(r.transport)..)?.first_chunk::<14>()?;
-            let ports = u64::from(u16::from_be_bytes([l4[0], l4[1]]))
-                | u64::from(u16::from_be_bytes([l4[2], l4[3]])) << 16;
-            let tail = ports | u64::from(r.proto) << 32 | u64::from(r.vlan_tci & 0x0fff) << 48;
-            let flags = l4[13] & 0u8.wrapping_sub(u8::from(r.proto == 6));
-            let n = usize::from(r.network);
+            let (tail, flags) = tail_and_flags(l4, r.proto, r.vlan_tci);
+            let ip = d.get(usize::from(r.network)..)?;
             if r.version == 4 {
-                let ip = d.get(n..)?.first_chunk::<20>()?;
-                let mut w = ipv4_address_words(ip);
-                w[4] |= tail;
-                let f = Feat {
-                    ts,
-                    len: u16::from_be_bytes([ip[2], ip[3]]),
-                    tos: ip[1],
-                    ttl: ip[8],
-                    flags,
-                };
-                Some((w, f))
+                Some(v4_words(ip.first_chunk()?, tail, ts, flags))
             } else {
-                let ip = d.get(n..)?.first_chunk::<40>()?;
-                let word =
-                    |o: usize| u64::from_le_bytes(*ip[o..].first_chunk::<8>().unwrap_or(&[0; 8]));
-                let w = [word(8), word(16), word(24), word(32), 6 << 40 | tail];
-                let f = Feat {
-                    ts,
-                    len: u16::from_be_bytes([ip[4], ip[5]]).saturating_add(40),
-                    tos: (ip[0] << 4) | (ip[1] >> 4),
-                    ttl: ip[7],
-                    flags,
-                };
-                Some((w, f))
+                Some(v6_words(ip.first_chunk()?, tail, ts, flags))
             }
         },
     )
@@ -581,16 +584,12 @@ fn transport_key<const N: usize, const PROTO: usize>(p: &Packet) -> Option<Trans
     if matches!(proto, 1 | 58) {
         return None;
     }
-    let ports = u64::from(u16::from_be_bytes([l4[0], l4[1]]))
-        | u64::from(u16::from_be_bytes([l4[2], l4[3]])) << 16;
-    let vlan = u64::from(a.u16(offsets::VLAN_TCI) & 0x0fff) << 48;
+    let (tail, flags) = tail_and_flags(l4, proto, a.u16(offsets::VLAN_TCI));
     Some(TransportKey {
         ts: a.timestamp_ns,
         ip,
-        tail: ports | u64::from(proto) << 32 | vlan,
-        // A mask, not a test: TCP or UDP is chance, and as a branch it
-        // was mispredicted 0.14 times a packet (session 33).
-        flags: l4[13] & 0u8.wrapping_sub(u8::from(proto == 6)),
+        tail,
+        flags,
     })
 }
 

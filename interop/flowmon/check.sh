@@ -198,8 +198,9 @@ done
 
 # A header trace: the LAN trace with each frame cut to 64 bytes and its
 # original length kept (what `tcpdump -s 64` writes, and CAIDA publishes),
-# made by Click's own elements. L4Parser parses the cut frames as they were
-# on the wire, so nfdump must read the whole trace's reference values.
+# made by Click's own elements. flowmon's fast path parses the cut frames
+# as they were on the wire, so nfdump must read the whole trace's
+# reference values.
 if [ -r "$lan" ]; then
   cut="$work/lan-snap64.pcap"
   "$linerate" run --no-summary \

@@ -34,10 +34,12 @@
 //! - `PARSE` (boolean, default false): input packets are Ethernet frames
 //!   that the table parses itself, as `L4Parser` would, instead of reading
 //!   the annotations a parser upstream left: `FromDump -> MicroflowTable(PARSE
-//!   true)` meters exactly what `FromDump -> p :: L4Parser -> mt ::
-//!   MicroflowTable; p[1] -> mt` meters, without the parser's own pass. A
-//!   frame that does not parse keeps the annotations it came with (a raw-IP
-//!   file's network header, which `FromDump` sets).
+//!   true)` meters and ignores the same packets as `FromDump -> p ::
+//!   L4Parser -> mt :: MicroflowTable; p[1] -> mt`, without the parser's
+//!   own pass, and without timeouts emits the same records (with them, the
+//!   parser's second output reaches the table as batches of their own, and
+//!   each batch sweeps). A frame that does not parse keeps the annotations
+//!   it came with (a raw-IP file's network header, which `FromDump` sets).
 //! - `IMPL` (`fast` or `reference`, default `fast`): the implementation.
 //!
 //! Time is packet time (each packet's timestamp annotation): a file's

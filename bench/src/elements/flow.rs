@@ -44,15 +44,16 @@ fn microflows(n: usize, flows: usize) -> Vec<Vec<u8>> {
 /// alone on the Ethernet frames (as `nfs/flowmon.click` runs it: the
 /// row is the whole fast path, its parse included).
 fn fast_path(flows: usize, table: &str, what: &str) -> Case {
-    let parse = table.contains("PARSE true");
-    let head = if parse { "" } else { "MarkIPHeader(14) ->" };
+    let (name, head, how) = if table.contains("PARSE true") {
+        ("MFTP", "", "parses the frames itself")
+    } else {
+        ("MFT", "MarkIPHeader(14) ->", "with MarkIPHeader")
+    };
     let cls = |imp: &str| {
         format!(
-            "elementclass MFT{}_{imp} {{ input -> {head} MicroflowTable({table}, IMPL {imp}) -> output }}",
-            if parse { "P" } else { "" }
+            "elementclass {name}_{imp} {{ input -> {head} MicroflowTable({table}, IMPL {imp}) -> output }}"
         )
     };
-    let name = if parse { "MFTP" } else { "MFT" };
     Case {
         prelude: format!("{}\n{}", cls("fast"), cls("reference")),
         reference: Some(format!("{name}_reference")),
@@ -60,11 +61,7 @@ fn fast_path(flows: usize, table: &str, what: &str) -> Case {
         ..Case::header(
             "MicroflowTable",
             format!("{name}_fast"),
-            if parse {
-                format!("{what} (parses the frames itself)")
-            } else {
-                format!("{what} (with MarkIPHeader)")
-            },
+            format!("{what} ({how})"),
             move |s| traffic::udp4(flows, s),
         )
     }

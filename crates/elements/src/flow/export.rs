@@ -374,8 +374,16 @@ fn path_payload(addr: SocketAddr) -> Option<usize> {
 /// A message being filled: header room, then sets of records, kept under
 /// the MTU. IPFIX sets need no padding; NetFlow v9 FlowSets are padded to
 /// four bytes.
+///
+/// The buffer is as long as the largest message and zero past `end`: a
+/// record's room is handed out zeroed by moving `end` (a `Vec::resize` a
+/// record called `memset` for about 100 bytes, 92 instructions a record
+/// with its tests, session 36), and [`reset`](Self::reset) zeroes what a
+/// message used in one pass.
 pub(crate) struct MsgBuf {
-    pub buf: Vec<u8>,
+    buf: Vec<u8>,
+    /// Bytes of the message so far (the header room included).
+    end: usize,
     mtu: usize,
     hdr: usize,
     pad4: bool,
@@ -389,10 +397,9 @@ pub(crate) struct MsgBuf {
 
 impl MsgBuf {
     pub fn new(mtu: usize, hdr: usize, pad4: bool) -> MsgBuf {
-        let mut buf = Vec::with_capacity(mtu);
-        buf.resize(hdr, 0);
         MsgBuf {
-            buf,
+            buf: vec![0; mtu.max(hdr)],
+            end: hdr,
             mtu,
             hdr,
             pad4,
@@ -407,63 +414,69 @@ impl MsgBuf {
     pub fn set_mtu(&mut self, mtu: usize) {
         debug_assert!(self.is_empty());
         self.mtu = mtu;
+        self.buf.resize(mtu.max(self.hdr), 0);
     }
 
     /// True if nothing but the header is in the message.
     pub fn is_empty(&self) -> bool {
-        self.buf.len() == self.hdr
+        self.end == self.hdr
+    }
+
+    /// The message so far (its header room first).
+    pub fn message(&mut self) -> &mut [u8] {
+        &mut self.buf[..self.end]
     }
 
     fn close_set(&mut self) {
         if self.set_id.take().is_some() {
             if self.pad4 {
-                while !(self.buf.len() - self.set_at).is_multiple_of(4) {
-                    self.buf.push(0);
-                }
+                // The padding bytes are zero already.
+                self.end = self.set_at + (self.end - self.set_at).next_multiple_of(4);
             }
-            let n = (self.buf.len() - self.set_at) as u16;
+            let n = (self.end - self.set_at) as u16;
             self.buf[self.set_at + 2..self.set_at + 4].copy_from_slice(&n.to_be_bytes());
         }
     }
 
     /// Whether a record of `len` bytes in set `id` fits in the message.
+    #[inline]
     pub fn fits(&self, id: u16, len: usize) -> bool {
         let pad = if self.pad4 { 3 } else { 0 };
         let need = len + pad + if self.set_id == Some(id) { 0 } else { 4 };
-        self.buf.len() + need <= self.mtu
+        self.end + need <= self.mtu
     }
 
     /// Room for a record of `len` bytes in set `id` (zeroed, at the end of
-    /// the buffer), or `None` when the message is full.
+    /// the message), or `None` when the message is full.
+    #[inline]
     pub fn record(&mut self, id: u16, len: usize, data: bool) -> Option<&mut [u8]> {
         if !self.fits(id, len) {
             return None;
         }
         if self.set_id != Some(id) {
             self.close_set();
-            self.set_at = self.buf.len();
-            self.buf.extend_from_slice(&id.to_be_bytes());
-            self.buf.extend_from_slice(&[0, 0]);
+            self.set_at = self.end;
+            self.buf[self.end..self.end + 2].copy_from_slice(&id.to_be_bytes());
+            self.end += 4;
             self.set_id = Some(id);
         }
-        let at = self.buf.len();
-        self.buf.resize(at + len, 0);
+        let at = self.end;
+        self.end += len;
         self.all_records += 1;
-        if data {
-            self.data_records += 1;
-        }
-        Some(&mut self.buf[at..])
+        self.data_records += u32::from(data);
+        self.buf.get_mut(at..at + len)
     }
 
-    /// Close the last set; the message (header still to fill) is `buf`.
+    /// Close the last set; the message (header still to fill) is
+    /// [`message`](Self::message).
     pub fn finish(&mut self) {
         self.close_set();
     }
 
     /// Start the next message.
     pub fn reset(&mut self) {
-        self.buf.truncate(self.hdr);
-        self.buf[..self.hdr].fill(0);
+        self.buf[..self.end].fill(0);
+        self.end = self.hdr;
         self.set_id = None;
         self.data_records = 0;
         self.all_records = 0;
@@ -558,3 +571,37 @@ macro_rules! exporter_methods {
     };
 }
 pub(crate) use exporter_methods;
+
+#[cfg(test)]
+mod tests {
+    use super::MsgBuf;
+
+    /// Sets get their headers, lengths and (NetFlow v9) zero padding; a
+    /// full message refuses a record; after `reset` a record's room is
+    /// zero again, whatever the message before it held.
+    #[test]
+    fn records_are_handed_out_zeroed_and_sets_padded() {
+        let mut m = MsgBuf::new(32, 4, true);
+        assert!(m.is_empty());
+        m.record(256, 5, true).expect("fits").fill(0xff);
+        m.record(256, 5, true).expect("fits").fill(0xee);
+        m.record(300, 3, false).expect("fits").fill(0xdd);
+        // 4 + (4 + 10, padded to 16) + (4 + 3) = 27: 4 more bytes (and 3
+        // of padding) do not fit in 32.
+        assert!(m.record(300, 4, true).is_none());
+        assert_eq!((m.data_records, m.all_records), (2, 3));
+        m.finish();
+        let mut want = vec![0u8; 4];
+        want.extend([1, 0, 0, 16]);
+        want.extend([0xff; 5]);
+        want.extend([0xee; 5]);
+        want.extend([0, 0]);
+        want.extend([1, 44, 0, 8]);
+        want.extend([0xdd, 0xdd, 0xdd, 0]);
+        assert_eq!(m.message(), &want[..]);
+        m.message()[..4].fill(0xcc);
+        m.reset();
+        assert!(m.is_empty() && m.message() == [0; 4]);
+        assert_eq!(m.record(300, 20, true).expect("fits"), &[0; 20]);
+    }
+}

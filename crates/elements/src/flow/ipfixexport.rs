@@ -492,11 +492,11 @@ impl IpfixExport {
             return;
         }
         self.msg.finish();
-        let length = self.msg.buf.len() as u16;
+        let length = self.msg.message().len() as u16;
         let export_time = (self.clock_ns / 1_000_000_000) as u32;
         let (domain_id, records) = (self.domain, self.msg.data_records);
         let dropped = self.tx.dropped;
-        self.tx.send(&mut self.msg.buf, |b, seq| {
+        self.tx.send(self.msg.message(), |b, seq| {
             Repr {
                 length,
                 export_time,

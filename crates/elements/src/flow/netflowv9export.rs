@@ -290,7 +290,7 @@ impl V9Export {
         let boot = self.boot_ms.unwrap_or(0);
         let secs = (self.clock_ns / 1_000_000_000).max(boot.div_ceil(1000));
         let (count, source_id) = (self.msg.all_records as u16, self.domain);
-        self.tx.send(&mut self.msg.buf, |b, seq| {
+        self.tx.send(self.msg.message(), |b, seq| {
             Repr {
                 count,
                 sys_uptime: (secs * 1000 - boot) as u32,

@@ -186,6 +186,20 @@ pub(crate) fn record_in<T: PacketRecord>(b: &[u8]) -> Option<&T> {
     r.has_magic().then_some(r)
 }
 
+/// Room for a record to be written in place: `b` as a `T` when it is
+/// exactly one record at an address aligned for it, whatever its bytes
+/// hold (no magic test: the writer sets every field).
+#[inline]
+pub(crate) fn record_in_mut<T: PacketRecord>(b: &mut [u8]) -> Option<&mut T> {
+    let p = b.as_mut_ptr();
+    if b.len() != std::mem::size_of::<T>() || p.align_offset(std::mem::align_of::<T>()) != 0 {
+        return None;
+    }
+    // SAFETY: as in `record_in`: the size and alignment are checked, every
+    // bit pattern is a valid `T`, and the reference borrows `b` mutably.
+    Some(unsafe { &mut *(p as *mut T) })
+}
+
 /// The record that is packet data `b`, copied out (any alignment); `None`
 /// if the length or magic is wrong.
 #[inline]

@@ -74,14 +74,26 @@ for t in "${traces[@]}"; do dd if="$t" iflag=nocache count=0 status=none; done
 median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 # secs CMD...: "wall cpu" seconds of one run (cpu = user + system, all
 # threads; output discarded). On a loaded machine wall time measures the
-# scheduler, so the table shows both.
-# Wall time from bash's microsecond clock (`time`'s %e has 10 ms steps, 5 %
-# of a 0.2 s run); CPU from `time` (10 ms steps too, but only reported).
+# scheduler, so the table shows both. Both are read to the microsecond
+# around a fork and `wait4` (`time`'s %U and %S print 10 ms steps, 7 % of
+# a 0.14 s run: the CPU column and the softflowd ratio moved in those
+# steps until session 36).
 secs() {
-  local t0=$EPOCHREALTIME t1
-  /usr/bin/time -f "%U %S" -o "$tmpf" "$@" >/dev/null 2>&1
-  t1=$EPOCHREALTIME
-  awk -v a="$t0" -v b="$t1" '{ printf "%.4f %.3f\n", b - a, $1 + $2 }' "$tmpf"
+  python3 -c '
+import os, sys, time
+t0 = time.perf_counter()
+pid = os.fork()
+if pid == 0:
+    null = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(null, 1)
+    os.dup2(null, 2)
+    try:
+        os.execvp(sys.argv[1], sys.argv[1:])
+    finally:
+        os._exit(127)
+_, _, ru = os.wait4(pid, 0)
+print("%.4f %.4f" % (time.perf_counter() - t0, ru.ru_utime + ru.ru_stime))
+' "$@"
 }
 tmpf=$(mktemp)
 # fast CMD...: `secs CMD...`, measured again (up to RETAKES times) while a
@@ -157,7 +169,7 @@ for t in "${traces[@]}"; do
   done
   read -r w1 c1 < <(stats <"$tmpf.1")
   read -r w2 c2 < <(stats <"$tmpf.2")
-  # `time` counts CPU in 10 ms steps: a short trace's run can read 0 s.
+  # A run too short to measure reads 0 s.
   div() { if [ "$(echo "$2 > 0" | bc -l)" = 1 ]; then echo "scale=$3; $1 / $2" | bc -l; else echo -; fi; }
   mpps() { div "$pk" "($1 * 1000000)" 2; }
   sfcol="n/a"; ratio="n/a"

@@ -166,12 +166,12 @@
 use super::microflowtable::{hash_key, Microflow};
 use super::record::{end_reason, record_at, record_in_mut, Direction, FlowRecord};
 use crate::hint::prefetch;
-use crate::tables::huge::{Huge, Zeroed};
+use crate::tables::huge::{Huge, MinHeap, Zeroed};
 use linerate_runtime::flow::FlowKey;
 use linerate_runtime::{Batch, ConfigureCtx, Ctx, Element, ElementClass, HandlerSpec, MAX_BATCH};
 use std::any::Any;
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap};
+use std::collections::HashMap;
 
 /// The `FlowAggregator` element class.
 pub const CLASS: ElementClass = ElementClass {
@@ -334,6 +334,19 @@ struct Flow {
 
 // SAFETY: integers and arrays of them.
 unsafe impl Zeroed for Flow {}
+
+/// A flow's deadline in the fast table's heap: ordered by time, then flow
+/// id (unique), so the order is total. An entry whose flow has left or
+/// whose deadline has moved is dropped or pushed again when it comes due.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+struct Due {
+    t: u64,
+    id: u64,
+    slot: u32,
+}
+
+// SAFETY: integers.
+unsafe impl Zeroed for Due {}
 
 impl Flow {
     /// A new flow keyed by microflow `m`'s key (its direction forward).
@@ -543,7 +556,7 @@ struct Fast {
     flows: Huge<Flow>,
     used: usize,
     free: Vec<u32>,
-    heap: BinaryHeap<Reverse<(u64, u64, u32)>>,
+    heap: MinHeap<Due>,
     /// `push`'s records of a batch: (hash, packet's index in the batch,
     /// record's index in the packet).
     scratch: Vec<(u64, u32, u32)>,
@@ -633,7 +646,7 @@ fn make(ctx: &ConfigureCtx<'_>) -> Result<Box<dyn Element>, Vec<String>> {
             flows: Huge::lazy(cap / 2),
             used: 0,
             free: Vec::new(),
-            heap: BinaryHeap::new(),
+            heap: MinHeap::new(),
             scratch: Vec::with_capacity(MAX_BATCH),
             flush_order: Vec::new(),
         })),
@@ -872,7 +885,7 @@ impl FlowAggregator {
         let cfg = self.cfg;
         match &mut self.table {
             Table::Fast(f) => {
-                while let Some(&Reverse((t, id, s))) = f.heap.peek() {
+                while let Some(&Due { t, id, slot: s }) = f.heap.peek() {
                     if t > now {
                         break;
                     }
@@ -883,7 +896,7 @@ impl FlowAggregator {
                     }
                     let (dl, reason) = cfg.deadline(fl);
                     if dl > t {
-                        f.heap.push(Reverse((dl, id, s)));
+                        f.heap.push(Due { t: dl, id, slot: s });
                         continue;
                     }
                     emit(&mut self.stats, out, &cfg, fl, reason);
@@ -966,7 +979,11 @@ impl FlowAggregator {
                     // another VLAN starting before) needs its own entry.
                     let (dl, _) = cfg.deadline(fl);
                     if dl < before {
-                        f.heap.push(Reverse((dl, fl.id, s)));
+                        f.heap.push(Due {
+                            t: dl,
+                            id: fl.id,
+                            slot: s,
+                        });
                     }
                 }
                 new
@@ -1058,10 +1075,7 @@ impl FlowAggregator {
     fn expiry_due(&self, now: u64) -> bool {
         self.cfg.timeouts()
             && match &self.table {
-                Table::Fast(f) => f
-                    .heap
-                    .peek()
-                    .is_some_and(|Reverse((t, _, _))| *t <= self.bounded(now)),
+                Table::Fast(f) => f.heap.peek().is_some_and(|d| d.t <= self.bounded(now)),
                 Table::Reference(_) => true,
             }
     }

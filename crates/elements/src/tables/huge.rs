@@ -44,8 +44,9 @@ pub(crate) fn huge_pages<T>(v: &[T], collapse: bool) {
 /// bytes of a struct's padding may hold anything.
 pub(crate) unsafe trait Zeroed: Copy {}
 
-// SAFETY: an integer.
+// SAFETY: integers.
 unsafe impl Zeroed for u64 {}
+unsafe impl Zeroed for u32 {}
 // SAFETY: integers.
 #[cfg(test)]
 unsafe impl Zeroed for (u64, u64) {}

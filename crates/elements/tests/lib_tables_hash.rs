@@ -13,8 +13,16 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 fn tmp(name: &str) -> PathBuf {
     static N: AtomicUsize = AtomicUsize::new(0);
-    let d = std::env::temp_dir().join(format!("linerate-tables-hash-{}", std::process::id()));
-    std::fs::create_dir_all(&d).unwrap();
+    // This process's directory, emptied when first used: process ids are
+    // reused, and `outcome` reads an output file if one exists, so a file
+    // an earlier process with the same id left made a test fail.
+    static DIR: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    let d = DIR.get_or_init(|| {
+        let d = std::env::temp_dir().join(format!("linerate-tables-hash-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    });
     d.join(format!("{}-{name}", N.fetch_add(1, Ordering::Relaxed)))
 }
 

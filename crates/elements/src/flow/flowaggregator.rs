@@ -491,11 +491,19 @@ impl Config {
         }
     }
 
-    /// The record of `f` ([`Config::write_record`]).
-    fn record(&self, f: &Flow, reason: u8) -> FlowRecord {
-        let mut r = FlowRecord::new();
-        self.write_record(f, reason, &mut r);
-        r
+    /// Write the record of `f` into packet data `b` (a record's length):
+    /// in place where `b` is aligned for a record, as a packet's data is;
+    /// else built aside and copied.
+    #[inline(always)]
+    fn write_record_bytes(&self, f: &Flow, reason: u8, b: &mut [u8]) {
+        match record_in_mut::<FlowRecord>(b) {
+            Some(r) => self.write_record(f, reason, r),
+            None => {
+                let mut r = FlowRecord::new();
+                self.write_record(f, reason, &mut r);
+                b.copy_from_slice(r.as_bytes());
+            }
+        }
     }
 
     /// Whether `m` alone ends a flow it starts: [`Config::apply`]'s answer
@@ -1242,10 +1250,7 @@ fn emit(stats: &mut Stats, out: &mut Batch, cfg: &Config, f: &Flow, reason: u8) 
     stats.records += 1;
     stats.by_reason[reason as usize] += 1;
     let mut p = linerate_runtime::Packet::filled(FlowRecord::SIZE, |b| {
-        match record_in_mut::<FlowRecord>(b) {
-            Some(r) => cfg.write_record(f, reason, r),
-            None => b.copy_from_slice(cfg.record(f, reason).as_bytes()),
-        }
+        cfg.write_record_bytes(f, reason, b)
     });
     let last = if cfg.biflow {
         f.fwd.last_ns.max(f.rev.last_ns)
@@ -1497,6 +1502,44 @@ mod tests {
             let cfg = Config { active: u64::MAX, idle: u64::MAX, tcpend, biflow, vlan: false };
             let mut fl = Flow::new(&m, 0, 0);
             proptest::prop_assert_eq!(cfg.ends_alone(&m), cfg.apply(&mut fl, &m, false));
+        }
+    }
+
+    /// A record is written whole, in place or through a copy, over bytes
+    /// that held anything: aligned and misaligned buffers read back the
+    /// same record.
+    #[test]
+    fn records_are_written_whole_aligned_or_not() {
+        let cfg = Config {
+            active: u64::MAX,
+            idle: u64::MAX,
+            tcpend: true,
+            biflow: false,
+            vlan: true,
+        };
+        let mut m = Microflow::new();
+        m.key.sport = 443;
+        m.key.proto = 6;
+        m.dir.packets = 5;
+        m.dir.last_ns = 77;
+        let mut fl = Flow::new(&m, 12, 3);
+        fl.fwd = m.dir;
+        fl.rev.packets = 9; // never read for a one-way flow
+        #[repr(C, align(8))]
+        struct Buf([u8; FlowRecord::SIZE + 8]);
+        let mut want = None;
+        for off in [0, 8, 1, 5] {
+            let mut buf = Buf([0xa5; FlowRecord::SIZE + 8]);
+            let b = &mut buf.0[off..off + FlowRecord::SIZE];
+            cfg.write_record_bytes(&fl, end_reason::END_OF_FLOW, b);
+            let r = FlowRecord::from_bytes(b).expect("a record");
+            assert_eq!(
+                (r.vlan, r.end_reason, r.biflow),
+                (12, end_reason::END_OF_FLOW, 0)
+            );
+            assert_eq!((r.key, r.fwd, r.rev), (m.key, m.dir, Direction::default()));
+            assert_eq!(r._pad, [0; 2], "offset {off}");
+            assert_eq!(*want.get_or_insert(r), r, "offset {off}");
         }
     }
 

@@ -147,7 +147,11 @@ printf '| trace | packets | records | pkts/microflow | linerate 1 core: wall / C
 printf '| --- | ---: | ---: | ---: | --- | --- | --- | ---: | ---: | ---: |\n'
 # pair CMD...: CMD on CPU 0 and CMD on CPU 1 at once (for `fast`).
 pair=(bash -c 'taskset -c 0 "$@" & taskset -c 1 "$@"; wait' pair)
-[ "$(nproc)" -ge 2 ] && command -v taskset >/dev/null || pair=()
+# one: the one-core runs (linerate and softflowd alike) on CPU 1, as
+# `bench/alternate.py` runs them: unpinned, the scheduler moved them
+# between the vCPUs, which share no cache (session 36).
+one=(taskset -c 1)
+[ "$(nproc)" -ge 2 ] && command -v taskset >/dev/null || { pair=(); one=(); }
 for t in "${traces[@]}"; do
   flowmon=(nfs/flowmon.click INPUT="$t" COLLECTOR="127.0.0.1:$port" PACE=0 TABLE="$TABLE" MTU="$MTU")
   info=$("$lr" run --no-summary "${flowmon[@]}" -h src.count -h export.records \
@@ -158,13 +162,13 @@ for t in "${traces[@]}"; do
   # state does not line up with one of them.
   : >"$tmpf.1"; : >"$tmpf.2"; : >"$tmpf.s"; : >"$tmpf.p"
   for _ in $(seq "$RUNS"); do
-    fast "$lr" run --no-summary "${flowmon[@]}" >>"$tmpf.1"
+    fast "${one[@]}" "$lr" run --no-summary "${flowmon[@]}" >>"$tmpf.1"
     fast "$lr" run --no-summary --replicate -j 2 "${flowmon[@]}" >>"$tmpf.2"
     if [ ${#pair[@]} -gt 0 ]; then
       fast "${pair[@]}" "$lr" run --no-summary "${flowmon[@]}" >>"$tmpf.p"
     fi
     if command -v softflowd >/dev/null; then
-      fast softflowd -r "$t" -n "127.0.0.1:$port" -v 10 -d >>"$tmpf.s"
+      fast "${one[@]}" softflowd -r "$t" -n "127.0.0.1:$port" -v 10 -d >>"$tmpf.s"
     fi
   done
   read -r w1 c1 < <(stats <"$tmpf.1")

@@ -427,12 +427,20 @@ impl MsgBuf {
         &mut self.buf[..self.end]
     }
 
+    /// Where the message ends once the open set (if any) is padded.
+    #[inline]
+    fn padded_end(&self) -> usize {
+        if self.pad4 && self.set_id.is_some() {
+            self.set_at + (self.end - self.set_at).next_multiple_of(4)
+        } else {
+            self.end
+        }
+    }
+
     fn close_set(&mut self) {
+        // The padding bytes are zero already.
+        self.end = self.padded_end();
         if self.set_id.take().is_some() {
-            if self.pad4 {
-                // The padding bytes are zero already.
-                self.end = self.set_at + (self.end - self.set_at).next_multiple_of(4);
-            }
             let n = (self.end - self.set_at) as u16;
             self.buf[self.set_at + 2..self.set_at + 4].copy_from_slice(&n.to_be_bytes());
         }
@@ -444,14 +452,12 @@ impl MsgBuf {
     #[inline]
     pub fn fits(&self, id: u16, len: usize) -> bool {
         let pad = if self.pad4 { 3 } else { 0 };
-        let open = match self.set_id {
-            Some(s) if s == id => 0,
-            Some(_) if self.pad4 => {
-                4 + (self.end - self.set_at).next_multiple_of(4) - (self.end - self.set_at)
-            }
-            _ => 4,
+        let start = if self.set_id == Some(id) {
+            self.end
+        } else {
+            self.padded_end() + 4
         };
-        self.end + len + pad + open <= self.mtu
+        start + len + pad <= self.mtu
     }
 
     /// Room for a record of `len` bytes in set `id` (zeroed, at the end of

@@ -176,7 +176,7 @@ unsafe impl PacketRecord for FlowRecord {
 #[inline]
 pub(crate) fn record_in<T: PacketRecord>(b: &[u8]) -> Option<&T> {
     let p = b.as_ptr();
-    if b.len() != std::mem::size_of::<T>() || p.align_offset(std::mem::align_of::<T>()) != 0 {
+    if !is_record_room::<T>(p, b.len()) {
         return None;
     }
     // SAFETY: `b` holds exactly `size_of::<T>()` bytes at an address aligned
@@ -186,13 +186,20 @@ pub(crate) fn record_in<T: PacketRecord>(b: &[u8]) -> Option<&T> {
     r.has_magic().then_some(r)
 }
 
+/// Whether `len` bytes at `p` are exactly one `T` at an address aligned
+/// for it.
+#[inline(always)]
+fn is_record_room<T>(p: *const u8, len: usize) -> bool {
+    len == std::mem::size_of::<T>() && p.align_offset(std::mem::align_of::<T>()) == 0
+}
+
 /// Room for a record to be written in place: `b` as a `T` when it is
 /// exactly one record at an address aligned for it, whatever its bytes
 /// hold (no magic test: the writer sets every field).
 #[inline]
 pub(crate) fn record_in_mut<T: PacketRecord>(b: &mut [u8]) -> Option<&mut T> {
     let p = b.as_mut_ptr();
-    if b.len() != std::mem::size_of::<T>() || p.align_offset(std::mem::align_of::<T>()) != 0 {
+    if !is_record_room::<T>(p, b.len()) {
         return None;
     }
     // SAFETY: as in `record_in`: the size and alignment are checked, every
